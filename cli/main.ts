@@ -1,0 +1,66 @@
+import { readdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CliError, type Command } from './command.ts';
+
+const commandsDir = join(dirname(fileURLToPath(import.meta.url)), 'commands');
+
+async function loadCommand(name: string): Promise<Command | null> {
+  if (!/^[a-z][a-z-]*$/.test(name)) return null;
+  try {
+    const mod = (await import(join(commandsDir, `${name}.ts`))) as { command: Command };
+    return mod.command;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String(err).includes(`${name}.ts`))
+      return null;
+    throw err;
+  }
+}
+
+async function help(): Promise<string> {
+  const files = (await readdir(commandsDir)).filter((f) => f.endsWith('.ts')).sort();
+  const rows: string[] = [];
+  for (const f of files) {
+    const cmd = await loadCommand(f.slice(0, -3));
+    if (cmd) rows.push(`  ${cmd.name.padEnd(14)}${cmd.summary}`);
+  }
+  return `vtnode: verified training data from a fleet of Macs\n\nUsage: vtnode <command> [options]\n\nCommands:\n${rows.join('\n')}\n\nRun \`vtnode <command> --help\` for a command's options.\n`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    process.stdout.write(await help());
+    return name === undefined ? 1 : 0;
+  }
+  if (name === '--version' || name === '-v') {
+    const { VTNODE_VERSION } = await import('../protocol/version.ts');
+    process.stdout.write(`${VTNODE_VERSION}\n`);
+    return 0;
+  }
+  const cmd = await loadCommand(name);
+  if (!cmd) {
+    process.stderr.write(`vtnode: unknown command "${name}"\n\n${await help()}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${cmd.usage}\n`);
+    return 0;
+  }
+  return await cmd.run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof CliError) {
+      process.stderr.write(`vtnode: ${err.message}\n`);
+      process.exitCode = err.exitCode;
+    } else {
+      process.stderr.write(`vtnode: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

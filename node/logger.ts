@@ -1,0 +1,35 @@
+/**
+ * A logger per component, in the style of @libp2p/logger: `log()` prints only when the component
+ * matches VTNODE_DEBUG (comma-separated prefixes, `*` for all); `log.error()` and `log.warn()` always print.
+ * Everything goes to stderr so stdout stays clean for JSON output.
+ */
+export interface Logger {
+  (message: string, ...args: unknown[]): void;
+  warn(message: string, ...args: unknown[]): void;
+  error(message: string, ...args: unknown[]): void;
+  readonly enabled: boolean;
+}
+
+function enabledFor(component: string): boolean {
+  const spec = process.env['VTNODE_DEBUG'];
+  if (!spec) return false;
+  return spec.split(',').some((p) => p === '*' || component.startsWith(p.trim()));
+}
+
+function format(level: string, component: string, message: string, args: unknown[]): string {
+  const extra = args.map((a) =>
+    a instanceof Error ? a.message : typeof a === 'string' ? a : JSON.stringify(a),
+  );
+  return `${new Date().toISOString()} ${level} ${component}: ${[message, ...extra].join(' ')}\n`;
+}
+
+export function logger(component: string): Logger {
+  const enabled = enabledFor(component);
+  const log = ((message: string, ...args: unknown[]) => {
+    if (enabled) process.stderr.write(format('debug', component, message, args));
+  }) as Logger;
+  log.warn = (message, ...args) => process.stderr.write(format('warn', component, message, args));
+  log.error = (message, ...args) => process.stderr.write(format('error', component, message, args));
+  Object.defineProperty(log, 'enabled', { value: enabled });
+  return log;
+}
