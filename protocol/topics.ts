@@ -1,0 +1,22 @@
+/**
+ * Topic names and stream protocol ids. Topics are scoped by fleet id, so two fleets that somehow
+ * share peers never mix gossip, and versioned, so a later format change runs beside the old one.
+ */
+export const PROTOCOL_PREFIX = '/vtnode';
+
+/** Gossipsub topic carrying adverts of one fleet. */
+export function advertTopic(fleetId: string): string {
+  return `${PROTOCOL_PREFIX}/${fleetId}/advert/1`;
+}
+
+/** Gossipsub topic carrying verified-sample digests of one fleet. */
+export function digestTopic(fleetId: string): string {
+  return `${PROTOCOL_PREFIX}/${fleetId}/digest/1`;
+}
+
+/** Stream protocol: place k samples of a task on a worker and stream back results. */
+export const JOB_PROTOCOL = `${PROTOCOL_PREFIX}/job/1`;
+/** Stream protocol: fetch sample bodies by id. */
+export const SAMPLE_PROTOCOL = `${PROTOCOL_PREFIX}/sample/1`;
+/** Stream protocol: digests of a node since a sequence number (anti-entropy). */
+export const LOG_PROTOCOL = `${PROTOCOL_PREFIX}/log/1`;
