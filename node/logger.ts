@@ -1,3 +1,5 @@
+import { format } from 'node:util';
+
 /**
  * A logger per component, in the style of @libp2p/logger: `log()` prints only when the component
  * matches VTNODE_DEBUG (comma-separated prefixes, `*` for all); `log.error()` and `log.warn()` always print.
@@ -16,20 +18,18 @@ function enabledFor(component: string): boolean {
   return spec.split(',').some((p) => p === '*' || component.startsWith(p.trim()));
 }
 
-function format(level: string, component: string, message: string, args: unknown[]): string {
-  const extra = args.map((a) =>
-    a instanceof Error ? a.message : typeof a === 'string' ? a : JSON.stringify(a),
-  );
-  return `${new Date().toISOString()} ${level} ${component}: ${[message, ...extra].join(' ')}\n`;
+function line(level: string, component: string, message: string, args: unknown[]): string {
+  const shown = args.map((a) => (a instanceof Error ? a.message : a));
+  return `${new Date().toISOString()} ${level} ${component}: ${format(message, ...shown)}\n`;
 }
 
 export function logger(component: string): Logger {
   const enabled = enabledFor(component);
   const log = ((message: string, ...args: unknown[]) => {
-    if (enabled) process.stderr.write(format('debug', component, message, args));
+    if (enabled) process.stderr.write(line('debug', component, message, args));
   }) as Logger;
-  log.warn = (message, ...args) => process.stderr.write(format('warn', component, message, args));
-  log.error = (message, ...args) => process.stderr.write(format('error', component, message, args));
+  log.warn = (message, ...args) => process.stderr.write(line('warn', component, message, args));
+  log.error = (message, ...args) => process.stderr.write(line('error', component, message, args));
   Object.defineProperty(log, 'enabled', { value: enabled });
   return log;
 }

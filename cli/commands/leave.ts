@@ -1,0 +1,43 @@
+import { connectControl, NoDaemonError } from '../../node/control/client.ts';
+import { CliError, type Command, parseOptions } from '../command.ts';
+import { dataDirFrom } from '../node-options.ts';
+
+const usage = `Usage: vtnode leave [--data-dir DIR]
+
+Stops the running node of the data dir gracefully: it tells the fleet it is leaving, saves what it
+knows of its peers, and exits. Its identity and fleet membership stay: \`vtnode start\` brings it back.`;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const command: Command = {
+  name: 'leave',
+  summary: 'stop the running node gracefully',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(argv, { 'data-dir': { type: 'string' } }, usage);
+    const dataDir = dataDirFrom(values);
+    const controlFile = await dataDir.readControl();
+    try {
+      const control = await connectControl(dataDir);
+      await control.call('POST', '/leave');
+    } catch (err) {
+      if (err instanceof NoDaemonError) throw new CliError(err.message);
+      throw err;
+    }
+    const deadline = Date.now() + 15_000;
+    while (controlFile && alive(controlFile.pid) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    if (controlFile && alive(controlFile.pid))
+      throw new CliError(`the node (pid ${controlFile.pid}) did not stop within 15 s`);
+    process.stderr.write('the node has left the fleet\n');
+    return 0;
+  },
+};

@@ -1,0 +1,28 @@
+import { CliError, type Command, parseOptions } from '../command.ts';
+import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
+import { runDaemonForeground } from '../run-daemon.ts';
+
+const usage = `Usage: vtnode start [node options]
+
+Runs a node that has joined a fleet (or created one with \`vtnode init\`) in the foreground, with the
+options saved in its data dir; options given here replace the saved ones.
+${nodeOptionsUsage}`;
+
+export const command: Command = {
+  name: 'start',
+  summary: 'run this node (after init or join)',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(argv, nodeOptions, usage);
+    const dataDir = dataDirFrom(values);
+    const fleet = await dataDir.readFleet();
+    if (!fleet) {
+      throw new CliError(
+        `${dataDir.root} is not in a fleet: run \`vtnode init --fleet NAME\` or \`vtnode join TOKEN\` first`,
+      );
+    }
+    const config = mergeConfig(await dataDir.readConfig(), values);
+    await dataDir.writeConfig(config);
+    return runDaemonForeground(dataDir, fleet, config);
+  },
+};

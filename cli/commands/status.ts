@@ -1,0 +1,74 @@
+import { connectControl, NoDaemonError } from '../../node/control/client.ts';
+import type { FleetStatus, NodeStatus } from '../../node/status.ts';
+import { CliError, type Command, parseOptions } from '../command.ts';
+import { dataDirFrom } from '../node-options.ts';
+
+const usage = `Usage: vtnode status [--json] [--data-dir DIR]
+
+One row per node of the fleet, this node included: short peer id, host, addresses, models (with
+server kind), memory free/total, load, warm prompt caches, sandbox, seconds since its last advert.
+--json prints { fleet, self, nodes: [...] } (the shape is documented in the README).`;
+
+const GiB = 1024 ** 3;
+
+function cell(node: NodeStatus): string[] {
+  const models = node.models.map((m) => `${m.id} (${m.server})`).join(', ') || '-';
+  return [
+    `${node.shortId}${node.self ? '*' : ''}`,
+    node.host ?? '(private)',
+    node.addrs[0] ?? '-',
+    models,
+    `${(node.memory.free / GiB).toFixed(1)}/${(node.memory.total / GiB).toFixed(1)} GiB`,
+    `${node.load.running}+${node.load.queued}/${node.load.capacity}`,
+    String(node.warm),
+    `${node.sandbox.backend}${node.sandbox.ok ? '' : ' (not ok)'}`,
+    `${(node.lastSeenMs / 1000).toFixed(1)}s`,
+  ];
+}
+
+export function renderStatus(status: FleetStatus): string {
+  const header = [
+    'NODE',
+    'HOST',
+    'ADDRESS',
+    'MODELS',
+    'MEMORY free/total',
+    'LOAD',
+    'WARM',
+    'SANDBOX',
+    'SEEN',
+  ];
+  const rows = [header, ...status.nodes.map(cell)];
+  const widths = header.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const lines = rows.map((r) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
+  return `fleet "${status.fleet}": ${status.nodes.length} node${status.nodes.length === 1 ? '' : 's'} (* = this node)\n${lines.join('\n')}\n`;
+}
+
+export const command: Command = {
+  name: 'status',
+  summary: 'show every node of the fleet',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(
+      argv,
+      { 'data-dir': { type: 'string' }, json: { type: 'boolean' } },
+      usage,
+    );
+    const dataDir = dataDirFrom(values);
+    let status: FleetStatus;
+    try {
+      const control = await connectControl(dataDir);
+      status = await control.call<FleetStatus>('GET', '/status');
+    } catch (err) {
+      if (err instanceof NoDaemonError) throw new CliError(err.message);
+      throw err;
+    }
+    process.stdout.write(values.json ? `${JSON.stringify(status, null, 2)}\n` : renderStatus(status));
+    return 0;
+  },
+};

@@ -1,0 +1,31 @@
+import { startDaemon } from '../node/daemon.ts';
+import type { DataDir, FleetFile, NodeConfig } from '../node/data-dir.ts';
+
+/** Runs a node in the foreground until SIGINT/SIGTERM or `vtnode leave`; resolves to the exit code. */
+export async function runDaemonForeground(
+  dataDir: DataDir,
+  fleet: FleetFile,
+  config: NodeConfig,
+): Promise<number> {
+  const abort = new AbortController();
+  const onSignal = () => abort.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const daemon = await startDaemon({
+    dataDir,
+    fleet,
+    config,
+    signal: abort.signal,
+  });
+  process.stderr.write(
+    `vtnode ${daemon.peerId} is in fleet "${fleet.fleet}"\n` +
+      `  listening on ${daemon.addrs().join('\n               ')}\n` +
+      `  data dir ${dataDir.root}\n` +
+      '  `vtnode status` shows the fleet; Ctrl-C or `vtnode leave` stops this node.\n',
+  );
+  await daemon.stopped;
+  process.removeListener('SIGINT', onSignal);
+  process.removeListener('SIGTERM', onSignal);
+  process.stderr.write('vtnode stopped\n');
+  return 0;
+}

@@ -1,0 +1,198 @@
+import { hostname } from 'node:os';
+import type { AdvertModel } from '../protocol/advert.ts';
+import { advertTopic, digestTopic } from '../protocol/topics.ts';
+import { VTNODE_VERSION } from '../protocol/version.ts';
+import { connectControl, NoDaemonError } from './control/client.ts';
+import { startControlServer } from './control/server.ts';
+import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
+import type { AdvertBody } from './fleet/adverts.ts';
+import { createFleet } from './fleet/fleet.ts';
+import { createHost } from './fleet/host.ts';
+import { logger } from './logger.ts';
+import { DEFAULT_PORT, portFree, withoutPeerId } from './net.ts';
+import { type FleetStatus, nodeStatus } from './status.ts';
+import { memory } from './system.ts';
+import { workspaceIdentity } from './workspace/content-id.ts';
+
+/** What the daemon advertises about its model servers; the model-server registry implements it. */
+export interface ModelSource {
+  /** Models served now. */
+  models(): AdvertModel[];
+  /** Registers a callback for changes; returns an unsubscribe function. */
+  onChange(cb: () => void): () => void;
+  close(): Promise<void>;
+}
+
+export interface DaemonOptions {
+  /** The node's data dir (identity, fleet, config, state). */
+  dataDir: DataDir;
+  /** The fleet this node belongs to. */
+  fleet: FleetFile;
+  /** Listen, announce, discovery and resource options. */
+  config: NodeConfig;
+  /** Where the models come from; none = the node serves no model (a collector, a submitter only). */
+  models?: ModelSource;
+  /** Aborting it stops the daemon gracefully (a leaving advert first). */
+  signal?: AbortSignal;
+}
+
+export interface Daemon {
+  readonly peerId: string;
+  /** Dialable addresses with /p2p/<peer id>. */
+  addrs(): string[];
+  status(): FleetStatus;
+  /** Publishes a leaving advert, then stops everything. */
+  stop(): Promise<void>;
+  /** Resolves once the daemon has stopped. */
+  readonly stopped: Promise<void>;
+}
+
+async function listenAddrs(config: NodeConfig): Promise<string[]> {
+  if (config.listen.length > 0) return config.listen;
+  // The default port, unless something else has it (a second node on this machine): then any port.
+  const port = (await portFree(DEFAULT_PORT)) ? DEFAULT_PORT : 0;
+  return [`/ip4/0.0.0.0/tcp/${port}`];
+}
+
+/** Starts a vtnode: libp2p host, fleet membership, control channel. */
+export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
+  const log = logger('vtnode:daemon');
+  const { dataDir, fleet, config } = options;
+
+  try {
+    await connectControl(dataDir);
+    throw new Error(`a vtnode daemon is already running for ${dataDir.root} (stop it with \`vtnode leave\`)`);
+  } catch (err) {
+    if (!(err instanceof NoDaemonError)) throw err;
+  }
+
+  const { privateKey, peerId } = await dataDir.identity();
+  const state = await dataDir.readState();
+  state.boots += 1;
+  await dataDir.writeState(state);
+
+  const workspaces: string[] = [];
+  for (const dir of config.workspaces) {
+    const id = await workspaceIdentity(dir);
+    workspaces.push(id.id);
+    log('workspace %s has content id %s', dir, id.id);
+  }
+
+  const host = await createHost({
+    privateKey,
+    psk: fleet.psk,
+    listen: await listenAddrs(config),
+    bootstrap: fleet.bootstrap.filter((a) => !a.endsWith(`/p2p/${peerId}`)),
+    mdns: config.mdns,
+    topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
+  });
+  await host.start();
+
+  const addrs = () =>
+    host
+      .getMultiaddrs()
+      .map((ma) => withoutPeerId(ma.toString()))
+      .filter((a) => !a.includes('/ip4/0.0.0.0/'));
+
+  const describe = (): AdvertBody => {
+    const mem = memory();
+    return {
+      version: VTNODE_VERSION,
+      host: config.privateHost ? null : hostname(),
+      addrs: addrs().slice(0, 16),
+      models: options.models?.models() ?? [],
+      memory: { total: mem.total, free: mem.free, reserved: 0 },
+      load: { queued: 0, running: 0, capacity: 0 },
+      warm: [],
+      workspaces,
+      sandbox: { backend: 'none', ok: false, detail: 'no scorer configured' },
+      roles: ['worker'],
+    };
+  };
+
+  // Remember members' addresses as they are learnt (a node killed with -9 saves nothing on the way out).
+  let savedPeers = JSON.stringify(state.peers);
+  let saving: NodeJS.Timeout | null = null;
+  const savePeers = () => {
+    saving ??= setTimeout(() => {
+      saving = null;
+      const peers = fleetMembership.knownPeers();
+      if (JSON.stringify(peers) === savedPeers) return;
+      savedPeers = JSON.stringify(peers);
+      void dataDir
+        .readState()
+        .then((latest) => dataDir.writeState({ ...latest, peers }))
+        .catch((err: Error) => log.warn('saving known peers failed', err));
+    }, 1000);
+  };
+
+  const fleetMembership = createFleet({
+    host,
+    fleetId: fleet.fleet,
+    intervalMs: config.advertIntervalMs,
+    seqBase: state.boots,
+    describe,
+    knownPeers: state.peers,
+    onChange: savePeers,
+  });
+  const unsubscribeModels = options.models?.onChange(() => fleetMembership.touch());
+
+  const status = (): FleetStatus => {
+    const now = Date.now();
+    return {
+      fleet: fleet.fleet,
+      self: peerId,
+      nodes: fleetMembership.view.nodes().map((n) => nodeStatus(n, now)),
+    };
+  };
+
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => {
+    resolveStopped = resolve;
+  });
+  let stopping: Promise<void> | null = null;
+
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      log('stopping');
+      unsubscribeModels?.();
+      if (saving) clearTimeout(saving);
+      await fleetMembership.stop();
+      // Let the leaving advert reach the mesh before the connections close.
+      await new Promise((r) => setTimeout(r, 300));
+      const latest = await dataDir.readState();
+      latest.peers = fleetMembership.knownPeers();
+      await dataDir.writeState(latest);
+      await control.close();
+      await options.models?.close();
+      await host.stop();
+      const { rm } = await import('node:fs/promises');
+      await rm(dataDir.path('control.json'), { force: true });
+      resolveStopped();
+    })();
+    return stopping;
+  };
+
+  const control = await startControlServer({
+    dataDir,
+    routes: {
+      'GET /status': () => status(),
+      'GET /addrs': () => ({ peerId, addrs: addrs().map((a) => `${a}/p2p/${peerId}`) }),
+      'POST /leave': () => {
+        setTimeout(() => void stop(), 10);
+        return { leaving: true };
+      },
+    },
+  });
+
+  options.signal?.addEventListener('abort', () => void stop(), { once: true });
+  log('started %s, listening on %s', peerId, addrs().join(' '));
+
+  return {
+    peerId,
+    addrs: () => addrs().map((a) => `${a}/p2p/${peerId}`),
+    status,
+    stop,
+    stopped,
+  };
+}

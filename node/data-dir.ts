@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
+import type { PrivateKey } from '@libp2p/interface';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { z } from 'zod';
+import { parseJsonWith } from '../protocol/parse.ts';
+import { FleetId, Psk } from '../protocol/token.ts';
+
+/** Where a node keeps its state: --data-dir, else $VTNODE_HOME, else ~/.vtnode. */
+export function resolveDataDir(flag?: string): string {
+  return resolve(flag ?? process.env['VTNODE_HOME'] ?? join(homedir(), '.vtnode'));
+}
+
+export const FleetFile = z.object({
+  /** Fleet id. */
+  fleet: FleetId,
+  /** Pre-shared key (hex). */
+  psk: Psk,
+  /** Bootstrap addresses from the token this node joined with (empty for the node that ran init). */
+  bootstrap: z.array(z.string()),
+  /** When the data dir was initialised or joined, ms since epoch. */
+  since: z.number().int(),
+});
+export type FleetFile = z.infer<typeof FleetFile>;
+
+export const NodeConfig = z.object({
+  /** Multiaddrs to listen on. */
+  listen: z.array(z.string()).default([]),
+  /** Multiaddrs to put in join tokens instead of the listen addresses. */
+  announce: z.array(z.string()).default([]),
+  /** Discover peers on the LAN by mDNS. */
+  mdns: z.boolean().default(false),
+  /** Withhold the host name from adverts. */
+  privateHost: z.boolean().default(false),
+  /** OpenAI-compatible model server base URLs; empty = auto-detect local servers. */
+  modelServers: z.array(z.string()).default([]),
+  /** Workspaces (built checkouts) this node scores against. */
+  workspaces: z.array(z.string()).default([]),
+  /** Advert interval, ms. */
+  advertIntervalMs: z.number().int().min(200).default(5000),
+});
+export type NodeConfig = z.infer<typeof NodeConfig>;
+
+export const StateFile = z.object({
+  /** How many times the node has started: the high part of advert sequence numbers. */
+  boots: z.number().int().min(0),
+  /** Addresses of peers seen, to dial again after a restart. */
+  peers: z.record(z.string(), z.array(z.string())).default({}),
+});
+export type StateFile = z.infer<typeof StateFile>;
+
+export const ControlFile = z.object({
+  /** Loopback port of the running daemon's control server. */
+  port: z.number().int().min(1).max(65535),
+  /** Bearer token a client must present. */
+  token: z.string().min(32),
+  /** Daemon process id. */
+  pid: z.number().int().positive(),
+});
+export type ControlFile = z.infer<typeof ControlFile>;
+
+/** Writes a file atomically (temp file + rename), readable by the owner only. */
+export async function writePrivate(path: string, data: string | Uint8Array): Promise<void> {
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  await writeFile(tmp, data, { mode: 0o600 });
+  await rename(tmp, path);
+}
+
+async function readOptional(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/** The files of one node's data dir. */
+export class DataDir {
+  readonly root: string;
+  constructor(root: string) {
+    this.root = root;
+  }
+  path(name: string): string {
+    return join(this.root, name);
+  }
+
+  async ensure(): Promise<void> {
+    await mkdir(this.root, { recursive: true, mode: 0o700 });
+    await chmod(this.root, 0o700);
+  }
+
+  /** The node's persistent identity; created on first use, so the peer id survives restarts. */
+  async identity(): Promise<{ privateKey: PrivateKey; peerId: string }> {
+    const file = this.path('identity.key');
+    let bytes: Uint8Array | null = null;
+    try {
+      bytes = await readFile(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    let privateKey: PrivateKey;
+    if (bytes) {
+      try {
+        privateKey = privateKeyFromProtobuf(bytes);
+      } catch (err) {
+        throw new Error(`${file}: not a libp2p private key (${(err as Error).message})`);
+      }
+    } else {
+      await this.ensure();
+      privateKey = await generateKeyPair('Ed25519');
+      await writePrivate(file, privateKeyToProtobuf(privateKey));
+    }
+    return { privateKey, peerId: peerIdFromPrivateKey(privateKey).toString() };
+  }
+
+  async readFleet(): Promise<FleetFile | null> {
+    const text = await readOptional(this.path('fleet.json'));
+    return text === null ? null : parseJsonWith(FleetFile, text, this.path('fleet.json'));
+  }
+  async writeFleet(fleet: FleetFile): Promise<void> {
+    await this.ensure();
+    await writePrivate(this.path('fleet.json'), `${JSON.stringify(fleet, null, 2)}\n`);
+  }
+
+  async readConfig(): Promise<NodeConfig> {
+    const text = await readOptional(this.path('config.json'));
+    return parseJsonWith(NodeConfig, text ?? '{}', this.path('config.json'));
+  }
+  async writeConfig(config: NodeConfig): Promise<void> {
+    await this.ensure();
+    await writePrivate(this.path('config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  }
+
+  async readState(): Promise<StateFile> {
+    const text = await readOptional(this.path('state.json'));
+    return parseJsonWith(StateFile, text ?? '{"boots":0}', this.path('state.json'));
+  }
+  async writeState(state: StateFile): Promise<void> {
+    await writePrivate(this.path('state.json'), `${JSON.stringify(state)}\n`);
+  }
+
+  async readControl(): Promise<ControlFile | null> {
+    const text = await readOptional(this.path('control.json'));
+    return text === null ? null : parseJsonWith(ControlFile, text, this.path('control.json'));
+  }
+}
+
+/** The libp2p pnet key file text for a hex PSK. */
+export function pnetKey(pskHex: string): Uint8Array {
+  return new TextEncoder().encode(`/key/swarm/psk/1.0.0/\n/base16/\n${pskHex}`);
+}
+
+export function newPsk(): string {
+  return randomBytes(32).toString('hex');
+}

@@ -1,0 +1,205 @@
+import { KEEP_ALIVE, type PeerId } from '@libp2p/interface';
+import { peerIdFromString } from '@libp2p/peer-id';
+import { multiaddr } from '@multiformats/multiaddr';
+import { createFleetView, type FleetView } from '../../placement/fleet-view.ts';
+import type { Advert } from '../../protocol/advert.ts';
+import { canonicalJson } from '../../protocol/canonical.ts';
+import { advertTopic } from '../../protocol/topics.ts';
+import { logger } from '../logger.ts';
+import { type AdvertBody, advertValidator, decodeAdvert, encodeAdvert, fitAdvert } from './adverts.ts';
+import type { Host } from './host.ts';
+
+export interface FleetOptions {
+  /** The started libp2p host. */
+  host: Host;
+  /** Fleet id (scopes the topics). */
+  fleetId: string;
+  /** Advert interval, ms; peers silent for 3 intervals are dropped. */
+  intervalMs: number;
+  /** High part of the sequence numbers: the node's boot count, so a restarted node's adverts are newer. */
+  seqBase: number;
+  /** Builds the current advert body (models, memory, load, ...). Called at every publish. */
+  describe: () => AdvertBody;
+  /** Addresses of peers known from earlier runs, dialled at start. */
+  knownPeers?: Record<string, string[]>;
+  /** Called when the set of nodes or their adverts change. */
+  onChange?: (view: FleetView) => void;
+}
+
+export interface Fleet {
+  readonly view: FleetView;
+  /** Publishes now if the node's description changed since the last advert. */
+  touch(): void;
+  /** Peer ids and addresses of the members seen, for restarts. */
+  knownPeers(): Record<string, string[]>;
+  /** Publishes a leaving advert and stops the timers. */
+  stop(options?: { signal?: AbortSignal }): Promise<void>;
+}
+
+/** Dial back-off per peer: 1 s doubling to 30 s. */
+const DIAL_MIN_MS = 1000;
+const DIAL_MAX_MS = 30_000;
+/** Seq numbers: boot count × SEQ_STRIDE + adverts sent in this boot. */
+export const SEQ_STRIDE = 1_000_000_000;
+
+/**
+ * Fleet membership: publishes this node's advert every interval and on change, keeps the fleet
+ * view from the adverts it receives, and keeps a connection to every member it learns of (addresses
+ * travel in adverts, so the mesh is not a star around the bootstrap node).
+ */
+export function createFleet(options: FleetOptions): Fleet {
+  const log = logger('vtnode:fleet');
+  const { host } = options;
+  const self = host.peerId.toString();
+  const topic = advertTopic(options.fleetId);
+  const view = createFleetView({ selfPeerId: self, intervalMs: options.intervalMs });
+  const pubsub = host.services.pubsub;
+  const known = new Map<string, string[]>(Object.entries(options.knownPeers ?? {}));
+  const left = new Set<string>();
+  const dialState = new Map<string, { next: number; backoff: number; inFlight: boolean }>();
+  let counter = 0;
+  let lastBody = '';
+  let stopped = false;
+
+  const changed = () => options.onChange?.(view);
+
+  function advertNow(leaving: boolean): Advert {
+    counter += 1;
+    return fitAdvert({
+      v: 1,
+      peerId: self,
+      seq: options.seqBase * SEQ_STRIDE + counter,
+      sentAt: Date.now(),
+      leaving,
+      ...options.describe(),
+    });
+  }
+
+  async function publish(leaving = false): Promise<void> {
+    const advert = advertNow(leaving);
+    lastBody = canonicalJson(options.describe());
+    if (!leaving) view.apply(advert, Date.now());
+    try {
+      await pubsub.publish(topic, encodeAdvert(advert));
+    } catch (err) {
+      log.warn('publishing the advert failed', err);
+    }
+  }
+
+  function onAdvert(advert: Advert): void {
+    const from = advert.peerId;
+    const result = view.apply(advert, Date.now());
+    if (result === 'stale') return;
+    if (result === 'left') {
+      left.add(from);
+      known.delete(from);
+      void untag(from);
+      log('%s left the fleet', from);
+    } else {
+      left.delete(from);
+      if (advert.addrs.length > 0) known.set(from, advert.addrs);
+      if (result === 'new') log('%s joined (%s)', from, advert.host ?? 'host withheld');
+      void ensureConnected(from);
+    }
+    changed();
+  }
+
+  async function untag(peerId: string): Promise<void> {
+    try {
+      await host.peerStore.merge(peerIdFromString(peerId), { tags: { [KEEP_ALIVE]: undefined } });
+    } catch {
+      // The peer may never have been stored.
+    }
+  }
+
+  async function ensureConnected(peerId: string): Promise<void> {
+    if (stopped || peerId === self || left.has(peerId)) return;
+    const id: PeerId = peerIdFromString(peerId);
+    if (host.getConnections(id).length > 0) return;
+    const now = Date.now();
+    const state = dialState.get(peerId) ?? { next: 0, backoff: DIAL_MIN_MS, inFlight: false };
+    dialState.set(peerId, state);
+    if (state.inFlight || now < state.next) return;
+    state.inFlight = true;
+    try {
+      const addrs = (known.get(peerId) ?? []).flatMap((a) => {
+        try {
+          return [multiaddr(a)];
+        } catch {
+          return [];
+        }
+      });
+      await host.peerStore.merge(id, { multiaddrs: addrs, tags: { [KEEP_ALIVE]: { value: 100 } } });
+      await host.dial(id, { signal: AbortSignal.timeout(10_000) });
+      state.backoff = DIAL_MIN_MS;
+      state.next = 0;
+    } catch (err) {
+      state.next = Date.now() + state.backoff;
+      state.backoff = Math.min(state.backoff * 2, DIAL_MAX_MS);
+      log('dialling %s failed: %s', peerId, (err as Error).message);
+    } finally {
+      state.inFlight = false;
+    }
+  }
+
+  pubsub.topicValidators.set(
+    topic,
+    advertValidator((err) => log.warn(`rejected an advert: ${err.message}`)),
+  );
+  const onMessage = (evt: CustomEvent) => {
+    const msg = evt.detail as { topic: string; type: string; data: Uint8Array; from?: PeerId };
+    if (msg.topic !== topic || msg.type !== 'signed' || !msg.from) return;
+    try {
+      onAdvert(decodeAdvert(msg.data, msg.from.toString()));
+    } catch (err) {
+      log.warn(`ignored an advert: ${(err as Error).message}`);
+    }
+  };
+  pubsub.addEventListener('message', onMessage);
+  pubsub.subscribe(topic);
+
+  const onDisconnect = (evt: CustomEvent<PeerId>) => {
+    const peerId = evt.detail.toString();
+    if (view.remove(peerId)) {
+      log('%s disconnected: dropped from the fleet view', peerId);
+      changed();
+    }
+  };
+  host.addEventListener('peer:disconnect', onDisconnect);
+  const onConnect = () => {
+    // A new connection: tell the peer who we are right away rather than at the next tick.
+    void publish();
+  };
+  host.addEventListener('peer:connect', onConnect);
+  const onDiscovery = (evt: CustomEvent<{ id: PeerId }>) => void ensureConnected(evt.detail.id.toString());
+  host.addEventListener('peer:discovery', onDiscovery);
+
+  for (const peerId of known.keys()) void ensureConnected(peerId);
+
+  const tick = setInterval(() => {
+    void publish();
+    if (view.expire(Date.now()).length > 0) changed();
+    for (const peerId of known.keys()) void ensureConnected(peerId);
+  }, options.intervalMs);
+  void publish();
+
+  return {
+    view,
+    touch() {
+      if (!stopped && canonicalJson(options.describe()) !== lastBody) void publish();
+    },
+    knownPeers() {
+      return Object.fromEntries(known);
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(tick);
+      host.removeEventListener('peer:disconnect', onDisconnect);
+      host.removeEventListener('peer:connect', onConnect);
+      host.removeEventListener('peer:discovery', onDiscovery);
+      await publish(true);
+      pubsub.removeEventListener('message', onMessage);
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import type { FleetNode } from '../placement/fleet-view.ts';
+import type { AdvertModel } from '../protocol/advert.ts';
+
+/** One row of `vtnode status --json` (documented in the README: later tools rely on it). */
+export interface NodeStatus {
+  peerId: string;
+  /** Last 8 characters of the peer id. */
+  shortId: string;
+  self: boolean;
+  host: string | null;
+  addrs: string[];
+  version: string;
+  roles: string[];
+  models: AdvertModel[];
+  memory: { total: number; free: number; reserved: number };
+  load: { queued: number; running: number; capacity: number };
+  warm: number;
+  workspaces: string[];
+  sandbox: { backend: string; ok: boolean; detail?: string };
+  seq: number;
+  /** Milliseconds since the node's newest advert arrived (0 for the node itself when just published). */
+  lastSeenMs: number;
+}
+
+export interface FleetStatus {
+  fleet: string;
+  self: string;
+  nodes: NodeStatus[];
+}
+
+export function shortPeerId(peerId: string): string {
+  return peerId.slice(-8);
+}
+
+export function nodeStatus(node: FleetNode, now: number): NodeStatus {
+  const a = node.advert;
+  return {
+    peerId: a.peerId,
+    shortId: shortPeerId(a.peerId),
+    self: node.self,
+    host: a.host,
+    addrs: a.addrs,
+    version: a.version,
+    roles: a.roles,
+    models: a.models,
+    memory: a.memory,
+    load: a.load,
+    warm: a.warm.length,
+    workspaces: a.workspaces,
+    sandbox: a.sandbox,
+    seq: a.seq,
+    lastSeenMs: Math.max(0, now - node.receivedAt),
+  };
+}

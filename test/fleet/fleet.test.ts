@@ -1,0 +1,173 @@
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeToken } from '../../protocol/token.ts';
+import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
+import { initFleet, joinNode, peerIdOf, startNode, status, waitForPeers } from '../helpers/fleet.ts';
+
+const box = new Sandbox();
+afterAll(() => box.cleanup());
+
+describe('a fleet of real vtnode processes over TCP on loopback', () => {
+  let bootDir = '';
+  let token = '';
+  const peers: Record<string, string> = {};
+  const dirs: string[] = [];
+
+  it('init + 3 joins: every node lists all 4 nodes', async () => {
+    ({ dataDir: bootDir, token } = await initFleet(box, 'alpha'));
+    startNode(box, bootDir);
+    peers[bootDir] = await peerIdOf(bootDir);
+    const joined = await Promise.all([joinNode(box, token), joinNode(box, token), joinNode(box, token)]);
+    for (const node of joined) {
+      dirs.push(node.dataDir);
+      peers[node.dataDir] = await peerIdOf(node.dataDir);
+    }
+    const all = Object.values(peers);
+    for (const dir of [bootDir, ...dirs]) {
+      const s = await waitForPeers(dir, all);
+      expect(s.nodes[0]!.self).toBe(true);
+      for (const n of s.nodes) {
+        expect(n.memory.total).toBeGreaterThan(0);
+        expect(n.memory.free).toBeGreaterThan(0);
+        expect(n.lastSeenMs).toBeLessThan(5000);
+        expect(n.addrs.length).toBeGreaterThan(0);
+        expect(Array.isArray(n.models)).toBe(true);
+      }
+    }
+  }, 90_000);
+
+  it('the mesh is not a star: joiners connect to each other, and keep the fleet when the bootstrap node leaves', async () => {
+    const res = await vtnode(['leave', '--data-dir', bootDir]);
+    expect(res.code).toBe(0);
+    // The leaving advert removes it at once, not after 3 missed intervals.
+    const rest = dirs.map((d) => peers[d]!);
+    for (const dir of dirs) await waitForPeers(dir, rest, 5000);
+    // Gossip still flows among the joiners without the bootstrap node: a fresh advert arrives.
+    const before = (await status(dirs[0]!)).nodes.find((n) => n.peerId === peers[dirs[1]!])!.seq;
+    await eventually(
+      async () => (await status(dirs[0]!)).nodes.find((n) => n.peerId === peers[dirs[1]!])!.seq > before,
+      5000,
+      'a newer advert between joiners',
+    );
+  }, 60_000);
+
+  it('kill -9: the others drop the node within 10 s; `vtnode start` brings back the same peer id', async () => {
+    const victim = dirs[2]!;
+    const proc = box.procs.find((p) => p.child.spawnargs.includes(victim))!;
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    const started = Date.now();
+    const survivors = [peers[dirs[0]!]!, peers[dirs[1]!]!];
+    await waitForPeers(dirs[0]!, survivors, 10_000);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // Restart: it finds the fleet again from the peers it remembered (the bootstrap node is gone).
+    startNode(box, victim);
+    expect(await peerIdOf(victim)).toBe(peers[victim]);
+    await waitForPeers(dirs[0]!, [...survivors, peers[victim]!], 20_000);
+    await waitForPeers(victim, [...survivors, peers[victim]!], 20_000);
+  }, 60_000);
+});
+
+describe('tokens and fleets that do not belong', () => {
+  it('a node with another fleet’s token never appears, and nothing crashes', async () => {
+    const a = await initFleet(box, 'blue');
+    const b = await initFleet(box, 'green');
+    const aNode = startNode(box, a.dataDir);
+    startNode(box, b.dataDir);
+    const aId = await peerIdOf(a.dataDir);
+    const green = await joinNode(box, b.token);
+    const greenId = await peerIdOf(green.dataDir);
+    // A member of "green" knows blue's address (it tries it as a bootstrap peer): pnet stops the handshake.
+    const bFleet = JSON.parse(await readFile(join(b.dataDir, 'fleet.json'), 'utf8'));
+    const aAddr = (await status(a.dataDir)).nodes[0]!.addrs[0]!;
+    const crossToken = encodeToken({
+      fleet: 'green',
+      psk: bFleet.psk,
+      bootstrap: [`${aAddr}/p2p/${aId}`],
+      exp: Date.now() + 60_000,
+      iat: Date.now(),
+    });
+    const intruder = await joinNode(box, crossToken);
+    const intruderId = await peerIdOf(intruder.dataDir);
+    await new Promise((r) => setTimeout(r, 4000));
+    const seen = (await status(a.dataDir)).nodes.map((n) => n.peerId);
+    expect(seen).toEqual([aId]);
+    expect(seen).not.toContain(greenId);
+    expect(seen).not.toContain(intruderId);
+    expect(aNode.proc.child.exitCode).toBeNull();
+    expect(intruder.proc.child.exitCode).toBeNull();
+  }, 60_000);
+
+  it('an expired token is refused before any network activity', async () => {
+    const a = await initFleet(box, 'red');
+    const fleet = JSON.parse(await readFile(join(a.dataDir, 'fleet.json'), 'utf8'));
+    const expired = encodeToken({
+      fleet: 'red',
+      psk: fleet.psk,
+      bootstrap: ['/ip4/127.0.0.1/tcp/9/p2p/12D3KooWJYNi68RHpnRSb9ZQvVXMjpXEeFPMuG8gGozqvWT6saKQ'],
+      exp: Date.now() - 1000,
+      iat: Date.now() - 100_000,
+    });
+    const dir = await box.tempDir();
+    const res = await vtnode(['join', expired, '--data-dir', dir]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/token expired at/);
+    // Nothing was saved or started: no fleet file, no control channel.
+    await expect(readFile(join(dir, 'fleet.json'))).rejects.toThrow();
+    await expect(readFile(join(dir, 'control.json'))).rejects.toThrow();
+  });
+
+  it('garbled and wrong-version tokens get errors naming the problem', async () => {
+    const dir = await box.tempDir();
+    const garbled = await vtnode(['join', 'vt1.not!base64', '--data-dir', dir]);
+    expect(garbled.code).toBe(1);
+    expect(garbled.stderr).toMatch(/damaged/);
+    const v2 = await vtnode(['join', 'vt2.eyJ9', '--data-dir', dir]);
+    expect(v2.stderr).toMatch(/version 2/);
+  });
+});
+
+describe('bad gossip from a member', () => {
+  it('malformed, forged and oversized adverts are rejected, not forwarded, and leave the view alone', async () => {
+    const a = await initFleet(box, 'rogue');
+    const aNode = startNode(box, a.dataDir);
+    const aId = await peerIdOf(a.dataDir);
+    const b = await joinNode(box, a.token);
+    const bId = await peerIdOf(b.dataDir);
+    await waitForPeers(a.dataDir, [aId, bId]);
+    const fleet = JSON.parse(await readFile(join(a.dataDir, 'fleet.json'), 'utf8'));
+    const aAddr = (await status(a.dataDir)).nodes[0]!.addrs[0]!;
+    const rogue = spawn(
+      process.execPath,
+      [join(REPO, 'test/fleet/rogue-member.ts'), 'rogue', fleet.psk, `${aAddr}/p2p/${aId}`],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    rogue.stdout.on('data', (d) => {
+      out += d;
+    });
+    rogue.stderr.on('data', (d) => {
+      out += d;
+    });
+    try {
+      await eventually(async () => out.includes('rogue: done'), 30_000, `the rogue to publish (${out})`);
+      await eventually(
+        async () => (aNode.proc.output().match(/rejected an advert/g) ?? []).length >= 4,
+        10_000,
+        'the bootstrap node to reject all 4 adverts',
+      );
+      expect(aNode.proc.output()).toMatch(/claims to be/);
+      expect(aNode.proc.output()).toMatch(/exceeds the cap/);
+      // B is connected only to A (the rogue never advertised an address): nothing was forwarded to it.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(b.proc.output()).not.toMatch(/rejected an advert/);
+      const s = await status(a.dataDir);
+      expect(s.nodes.map((n) => n.peerId).sort()).toEqual([aId, bId].sort());
+      expect(s.nodes.find((n) => n.peerId === aId)!.host).not.toBe('rogue');
+    } finally {
+      rogue.kill('SIGKILL');
+    }
+  }, 60_000);
+});

@@ -1,0 +1,141 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BIN = join(REPO, 'bin', 'vtnode.js');
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `vtnode ARGS` to completion (bounded by timeoutMs). */
+export function vtnode(
+  args: string[],
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`vtnode ${args.join(' ')} timed out\n${stderr}`));
+    }, options.timeoutMs ?? 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A long-running vtnode process (a daemon) whose output is kept for assertions. */
+export interface Proc {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+  /** Waits until the output matches `pattern` (bounded). */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+/** Tracks processes and temp dirs of one test file, so afterAll can clean everything up. */
+export class Sandbox {
+  readonly procs: Proc[] = [];
+  readonly dirs: string[] = [];
+
+  async tempDir(prefix = 'vtnode-test-'): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), prefix));
+    this.dirs.push(dir);
+    return dir;
+  }
+
+  spawn(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, VTNODE_DEBUG: 'vtnode:', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+    });
+    child.stderr!.on('data', (d) => {
+      out += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const proc: Proc = {
+      child,
+      output: () => out,
+      exited,
+      async waitFor(pattern, timeoutMs = 20_000) {
+        const deadline = Date.now() + timeoutMs;
+        while (!pattern.test(out)) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; output:\n${out}`);
+          if (child.exitCode !== null)
+            throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      },
+    };
+    this.procs.push(proc);
+    return proc;
+  }
+
+  async cleanup(): Promise<void> {
+    for (const p of this.procs) {
+      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    }
+    await Promise.all(
+      this.procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))])),
+    );
+    await Promise.all(this.dirs.map((d) => rm(d, { recursive: true, force: true })));
+  }
+}
+
+/** Polls `fn` until it returns a truthy value or the time runs out. */
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
+  );
+}
+
+/** A TCP port free on loopback right now. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,83 @@
+import type { FleetStatus } from '../../node/status.ts';
+import { eventually, freePort, type Proc, type Sandbox, vtnode } from './cli.ts';
+
+/** Fast adverts so tests see joins and departures within seconds. */
+export const INTERVAL = '1s';
+
+export interface TestNode {
+  dataDir: string;
+  proc: Proc;
+}
+
+/** `vtnode init` a fleet in a fresh data dir on a free loopback port; returns the data dir and token. */
+export async function initFleet(
+  box: Sandbox,
+  fleet: string,
+  extra: string[] = [],
+): Promise<{ dataDir: string; token: string }> {
+  const dataDir = await box.tempDir(`vt-${fleet}-`);
+  const port = await freePort();
+  const res = await vtnode([
+    'init',
+    '--fleet',
+    fleet,
+    '--data-dir',
+    dataDir,
+    '--listen',
+    `/ip4/127.0.0.1/tcp/${port}`,
+    '--advert-interval',
+    INTERVAL,
+    ...extra,
+  ]);
+  if (res.code !== 0) throw new Error(`init failed: ${res.stderr}`);
+  return { dataDir, token: res.stdout.trim() };
+}
+
+export function startNode(box: Sandbox, dataDir: string, extra: string[] = []): TestNode {
+  const proc = box.spawn(['start', '--data-dir', dataDir, ...extra]);
+  return { dataDir, proc };
+}
+
+export async function joinNode(box: Sandbox, token: string, extra: string[] = []): Promise<TestNode> {
+  const dataDir = await box.tempDir('vt-node-');
+  const proc = box.spawn([
+    'join',
+    token,
+    '--data-dir',
+    dataDir,
+    '--listen',
+    '/ip4/127.0.0.1/tcp/0',
+    '--advert-interval',
+    INTERVAL,
+    ...extra,
+  ]);
+  return { dataDir, proc };
+}
+
+export async function status(dataDir: string): Promise<FleetStatus> {
+  const res = await vtnode(['status', '--json', '--data-dir', dataDir]);
+  if (res.code !== 0) throw new Error(`status failed: ${res.stderr}`);
+  return JSON.parse(res.stdout) as FleetStatus;
+}
+
+/** Waits until the node of `dataDir` sees exactly the peers `expected` (bounded). */
+export function waitForPeers(dataDir: string, expected: string[], timeoutMs = 20_000): Promise<FleetStatus> {
+  const want = [...expected].sort().join(',');
+  return eventually(
+    async () => {
+      const s = await status(dataDir);
+      return s.nodes
+        .map((n) => n.peerId)
+        .sort()
+        .join(',') === want
+        ? s
+        : null;
+    },
+    timeoutMs,
+    `${dataDir} to see ${expected.length} nodes`,
+  );
+}
+
+export async function peerIdOf(dataDir: string): Promise<string> {
+  return eventually(async () => (await status(dataDir)).self, 20_000, `${dataDir} to answer status`);
+}
