@@ -82,7 +82,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     privateKey,
     psk: fleet.psk,
     listen: await listenAddrs(config),
-    bootstrap: fleet.bootstrap.filter((a) => !a.endsWith(`/p2p/${peerId}`)),
     mdns: config.mdns,
     topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
   });
@@ -132,6 +131,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     intervalMs: config.advertIntervalMs,
     seqBase: state.boots,
     describe,
+    bootstrap: fleet.bootstrap,
     knownPeers: state.peers,
     onChange: savePeers,
   });
@@ -177,6 +177,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     dataDir,
     routes: {
       'GET /status': () => status(),
+      'GET /metrics': () => ({
+        rss: process.memoryUsage().rss,
+        heapUsed: process.memoryUsage().heapUsed,
+        adverts: fleetMembership.advertDelays(),
+      }),
       'GET /addrs': () => ({ peerId, addrs: addrs().map((a) => `${a}/p2p/${peerId}`) }),
       'POST /leave': () => {
         setTimeout(() => void stop(), 10);

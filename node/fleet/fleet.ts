@@ -20,6 +20,8 @@ export interface FleetOptions {
   seqBase: number;
   /** Builds the current advert body (models, memory, load, ...). Called at every publish. */
   describe: () => AdvertBody;
+  /** Bootstrap multiaddrs (with /p2p/): dialled at start and retried with back-off until they answer. */
+  bootstrap: string[];
   /** Addresses of peers known from earlier runs, dialled at start. */
   knownPeers?: Record<string, string[]>;
   /** Called when the set of nodes or their adverts change. */
@@ -32,13 +34,15 @@ export interface Fleet {
   touch(): void;
   /** Peer ids and addresses of the members seen, for restarts. */
   knownPeers(): Record<string, string[]>;
+  /** The last adverts accepted: [receive time, propagation delay = receive time − sender's publish time], ms. */
+  advertDelays(): [number, number][];
   /** Publishes a leaving advert and stops the timers. */
   stop(options?: { signal?: AbortSignal }): Promise<void>;
 }
 
-/** Dial back-off per peer: 1 s doubling to 30 s. */
+/** Dial back-off per peer: 1 s doubling to 10 s. */
 const DIAL_MIN_MS = 1000;
-const DIAL_MAX_MS = 30_000;
+const DIAL_MAX_MS = 10_000;
 /** Seq numbers: boot count × SEQ_STRIDE + adverts sent in this boot. */
 export const SEQ_STRIDE = 1_000_000_000;
 
@@ -55,8 +59,17 @@ export function createFleet(options: FleetOptions): Fleet {
   const view = createFleetView({ selfPeerId: self, intervalMs: options.intervalMs });
   const pubsub = host.services.pubsub;
   const known = new Map<string, string[]>(Object.entries(options.knownPeers ?? {}));
+  // Bootstrap peers are dialled like any known member: with back-off, KEEP_ALIVE-tagged, until they
+  // answer (@libp2p/bootstrap dials once and never again, so a joiner that starts before its
+  // bootstrap node would stay alone).
+  for (const addr of options.bootstrap) {
+    const peerId = addr.split('/p2p/')[1];
+    if (!peerId || peerId === self) continue;
+    known.set(peerId, [...new Set([...(known.get(peerId) ?? []), addr.slice(0, addr.lastIndexOf('/p2p/'))])]);
+  }
   const left = new Set<string>();
   const dialState = new Map<string, { next: number; backoff: number; inFlight: boolean }>();
+  const delays: [number, number][] = [];
   let counter = 0;
   let lastBody = '';
   let stopped = false;
@@ -90,6 +103,8 @@ export function createFleet(options: FleetOptions): Fleet {
     const from = advert.peerId;
     const result = view.apply(advert, Date.now());
     if (result === 'stale') return;
+    delays.push([Date.now(), Date.now() - advert.sentAt]);
+    if (delays.length > 1000) delays.shift();
     if (result === 'left') {
       left.add(from);
       known.delete(from);
@@ -190,6 +205,9 @@ export function createFleet(options: FleetOptions): Fleet {
     },
     knownPeers() {
       return Object.fromEntries(known);
+    },
+    advertDelays() {
+      return [...delays];
     },
     async stop() {
       if (stopped) return;

@@ -2,9 +2,8 @@ import { gossipsub } from '@chainsafe/libp2p-gossipsub';
 import { createTopicScoreParams } from '@chainsafe/libp2p-gossipsub/score';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
-import { bootstrap } from '@libp2p/bootstrap';
 import { identify } from '@libp2p/identify';
-import { KEEP_ALIVE, type PeerDiscovery, type PrivateKey } from '@libp2p/interface';
+import type { PeerDiscovery, PrivateKey } from '@libp2p/interface';
 import { mdns } from '@libp2p/mdns';
 import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
@@ -21,8 +20,6 @@ export interface HostOptions {
   psk: string;
   /** Multiaddrs to listen on. */
   listen: string[];
-  /** Multiaddrs (with /p2p/) dialled at start and kept alive. */
-  bootstrap: string[];
   /** Discover LAN peers with mDNS. */
   mdns: boolean;
   /** Gossipsub topics whose quietness must not be penalised, with the weight of an invalid message. */
@@ -39,12 +36,6 @@ export type Host = Libp2p<{ pubsub: ReturnType<ReturnType<typeof gossipsub>>; id
 export async function createHost(options: HostOptions): Promise<Host> {
   // biome-ignore lint/suspicious/noExplicitAny: each discovery module types its own components
   const peerDiscovery: ((components: any) => PeerDiscovery)[] = [];
-  if (options.bootstrap.length > 0) {
-    // KEEP_ALIVE: the connection manager re-dials these peers when a connection drops.
-    peerDiscovery.push(
-      bootstrap({ list: options.bootstrap, timeout: 10, tagName: KEEP_ALIVE, tagValue: 100 }),
-    );
-  }
   if (options.mdns) peerDiscovery.push(mdns({ interval: 5000 }));
 
   const topics = Object.fromEntries(

@@ -68,6 +68,17 @@ describe('a fleet of real vtnode processes over TCP on loopback', () => {
     await waitForPeers(dirs[0]!, [...survivors, peers[victim]!], 20_000);
     await waitForPeers(victim, [...survivors, peers[victim]!], 20_000);
   }, 60_000);
+  it('SIGTERM: the node publishes a leaving advert and exits cleanly; the others drop it at once', async () => {
+    const victim = dirs[2]!;
+    const proc = box.procs.filter((p) => p.child.spawnargs.includes(victim)).at(-1)!;
+    proc.child.kill('SIGTERM');
+    expect(await proc.exited).toBe(0);
+    expect(proc.output()).toMatch(/vtnode stopped/);
+    // Faster than 3 missed intervals (3 s): the leaving advert, or the closed connection, removes it.
+    const started = Date.now();
+    await waitForPeers(dirs[0]!, [peers[dirs[0]!]!, peers[dirs[1]!]!], 2500);
+    expect(Date.now() - started).toBeLessThan(2500);
+  }, 30_000);
 });
 
 describe('tokens and fleets that do not belong', () => {

@@ -2,6 +2,7 @@
 // publishes raw gossip on the advert topic that no honest vtnode would send. Run as its own process:
 //   node test/fleet/rogue-member.ts <fleet> <psk> <bootstrap multiaddr>
 import { generateKeyPair } from '@libp2p/crypto/keys';
+import { multiaddr } from '@multiformats/multiaddr';
 import { createHost } from '../../node/fleet/host.ts';
 import { advertTopic } from '../../protocol/topics.ts';
 
@@ -11,11 +12,11 @@ const host = await createHost({
   privateKey: await generateKeyPair('Ed25519'),
   psk,
   listen: ['/ip4/127.0.0.1/tcp/0'],
-  bootstrap: [bootstrap],
   mdns: false,
   topics: [topic],
 });
 await host.start();
+await host.dial(multiaddr(bootstrap), { signal: AbortSignal.timeout(10_000) });
 const pubsub = host.services.pubsub;
 pubsub.subscribe(topic);
 const deadline = Date.now() + 20_000;
