@@ -16,10 +16,11 @@ export interface RunResult {
 /** Runs `vtnode ARGS` to completion (bounded by timeoutMs). */
 export function vtnode(
   args: string[],
-  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv; prefix?: string[] } = {},
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const [cmd, ...pre] = [...(options.prefix ?? []), process.execPath];
+    const child = spawn(cmd!, [...pre, BIN, ...args], {
       env: { ...process.env, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -63,8 +64,10 @@ export class Sandbox {
     return dir;
   }
 
-  spawn(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-    const child = spawn(process.execPath, [BIN, ...args], {
+  /** Starts `vtnode ARGS`; `prefix` runs it through another command (e.g. `ip netns exec NS`). */
+  spawn(args: string[], env: NodeJS.ProcessEnv = {}, prefix: string[] = []): Proc {
+    const [cmd, ...pre] = [...prefix, process.execPath];
+    const child = spawn(cmd!, [...pre, BIN, ...args], {
       env: { ...process.env, VTNODE_DEBUG: 'vtnode:', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,0 +1,67 @@
+// A fleet across real hosts: one network namespace per node on a bridge, default ports, addresses
+// from the interfaces. Needs root and iproute2 (CI installs it and runs as root).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetStatus } from '../../node/status.ts';
+import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
+import { canCreateNetworks, createTestNetwork, type TestNetwork } from '../helpers/netns.ts';
+
+const box = new Sandbox();
+let net: TestNetwork | null = null;
+const enabled = await canCreateNetworks();
+
+beforeAll(async () => {
+  if (enabled) net = await createTestNetwork(3);
+});
+afterAll(async () => {
+  await box.cleanup();
+  await net?.destroy();
+});
+
+async function statusOn(i: number, dataDir: string): Promise<FleetStatus> {
+  const res = await vtnode(['status', '--json', '--data-dir', dataDir], { prefix: net!.exec(i) });
+  if (res.code !== 0) throw new Error(res.stderr);
+  return JSON.parse(res.stdout) as FleetStatus;
+}
+
+const sees = (i: number, dir: string, n: number) =>
+  eventually(
+    async () => ((await statusOn(i, dir)).nodes.length === n ? statusOn(i, dir) : null),
+    30_000,
+    `host ${i} to see ${n} nodes`,
+  );
+
+describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () => {
+  const dirs: string[] = [];
+
+  it('joins with the default port and interface addresses, and forms a full mesh', async () => {
+    for (let i = 0; i < 3; i++) dirs.push(await box.tempDir('vt-ns-'));
+    const init = await vtnode(['init', '--fleet', 'lan', '--data-dir', dirs[0]!, '--advert-interval', '1s'], {
+      prefix: net!.exec(0),
+    });
+    expect(init.code).toBe(0);
+    const token = init.stdout.trim();
+    box.spawn(['start', '--data-dir', dirs[0]!], {}, net!.exec(0));
+    for (const i of [1, 2]) {
+      box.spawn(['join', token, '--data-dir', dirs[i]!, '--advert-interval', '1s'], {}, net!.exec(i));
+    }
+    for (const i of [0, 1, 2]) await sees(i, dirs[i]!, 3);
+    const s = await statusOn(2, dirs[2]!);
+    // Every node advertises the address of its own host, on the default port.
+    for (const [i, ip] of net!.ips.entries()) {
+      const node = s.nodes.find((n) => n.addrs.some((a) => a.startsWith(`/ip4/${ip}/tcp/7461`)));
+      expect(node, `a node advertising ${ip}`).toBeDefined();
+      if (i === 2) expect(node!.self).toBe(true);
+    }
+  }, 90_000);
+
+  it('a host cut off is dropped by the others, who still see each other; it returns when reconnected', async () => {
+    await net!.setLinkUp(0, false);
+    try {
+      await sees(1, dirs[1]!, 2);
+      await sees(2, dirs[2]!, 2);
+    } finally {
+      await net!.setLinkUp(0, true);
+    }
+    for (const i of [0, 1, 2]) await sees(i, dirs[i]!, 3);
+  }, 90_000);
+});
