@@ -1,7 +1,11 @@
 // A fleet across real hosts: one network namespace per node on a bridge, default ports, addresses
 // from the interfaces. Needs root and iproute2 (CI installs it and runs as root).
+
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetStatus } from '../../node/status.ts';
+import { encodeToken } from '../../protocol/token.ts';
 import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
 import { canCreateNetworks, createTestNetwork, type TestNetwork } from '../helpers/netns.ts';
 
@@ -63,5 +67,38 @@ describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () 
       await net!.setLinkUp(0, true);
     }
     for (const i of [0, 1, 2]) await sees(i, dirs[i]!, 3);
+  }, 90_000);
+
+  it('--mdns: a laptop whose token names no reachable member finds the fleet on the LAN', async () => {
+    const dir = await box.tempDir('vt-ns-');
+    const fleet = JSON.parse(await readFile(join(dirs[0]!, 'fleet.json'), 'utf8'));
+    const peerId = (await statusOn(0, dirs[0]!)).self;
+    // The only bootstrap address is a host that does not exist.
+    const token = encodeToken({
+      fleet: 'lan',
+      psk: fleet.psk,
+      bootstrap: [`/ip4/${net!.ips[0]!.replace(/\.\d+$/, '.250')}/tcp/7461/p2p/${peerId}`],
+      exp: Date.now() + 60_000,
+      iat: Date.now(),
+    });
+    // Host 0 runs with --mdns as well (restart it with the option); host 1's node makes room.
+    await vtnode(['leave', '--data-dir', dirs[0]!], { prefix: net!.exec(0) });
+    box.spawn(['start', '--data-dir', dirs[0]!, '--mdns'], {}, net!.exec(0));
+    await vtnode(['leave', '--data-dir', dirs[1]!], { prefix: net!.exec(1) });
+    // Another port than the node it replaces, so no remembered address leads to it.
+    const args = [
+      'join',
+      token,
+      '--data-dir',
+      dir,
+      '--mdns',
+      '--listen',
+      '/ip4/0.0.0.0/tcp/7462',
+      '--advert-interval',
+      '1s',
+    ];
+    box.spawn(args, {}, net!.exec(1));
+    const s = await sees(1, dir, 3);
+    expect(s.nodes.map((n) => n.peerId)).toContain(peerId);
   }, 90_000);
 });

@@ -56,6 +56,8 @@ export async function createTestNetwork(count: number): Promise<TestNetwork> {
       await ip('-n', h, 'addr', 'add', `${ips[i]}/24`, 'dev', 'eth0');
       await ip('-n', h, 'link', 'set', 'eth0', 'up');
       await ip('-n', h, 'link', 'set', 'lo', 'up');
+      // Multicast (mDNS) leaves through the bridge, as on a LAN.
+      await ip('-n', h, 'route', 'add', '224.0.0.0/4', 'dev', 'eth0');
     }
   } catch (err) {
     await destroy();
