@@ -1,0 +1,152 @@
+/**
+ * Placement simulator: compares routing policies on a standard and a skewed trace, in one run,
+ * against the oracle (fewest prefills) and the ideal makespan. Deterministic for a given seed.
+ *
+ *   npx node bench/placement.ts [--seed N] [--tasks N] [--window N]
+ */
+import { parseArgs } from 'node:util';
+import {
+  cacheAware,
+  leastLoaded,
+  leastLoadedJobs,
+  random,
+  rendezvous,
+  roundRobin,
+  vtnode,
+  vtnodeMeasured,
+} from './placement/policies.ts';
+import {
+  ADVERT_INTERVAL_S,
+  DECODE_TOKENS_PER_S,
+  idealMakespan,
+  oraclePrefillTokens,
+  type Policy,
+  PREFILL_TOKENS_PER_S,
+  type SimContext,
+  type SimResult,
+  simulate,
+} from './placement/sim.ts';
+import { K, skewedTrace, standardTrace, type Trace } from './placement/traces.ts';
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: 'string', default: '1' },
+    tasks: { type: 'string', default: '500' },
+    window: { type: 'string' },
+  },
+});
+
+function int(name: string, text: string | undefined, min: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min) {
+    console.error(`--${name} must be an integer >= ${min}, got ${text}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const seed = int('seed', values.seed, 0);
+const tasks = int('tasks', values.tasks, 1);
+
+type Maker = (ctx: SimContext) => Policy;
+
+const policies: Maker[] = [
+  roundRobin(),
+  random(),
+  leastLoaded(),
+  cacheAware(),
+  leastLoadedJobs(),
+  rendezvous(),
+  vtnode(),
+  vtnodeMeasured(),
+];
+
+interface Row {
+  policy: string;
+  prefillRatio: number;
+  hitRate: number;
+  makespanRatio: number;
+  maxMeanLoad: number;
+  result: SimResult;
+  extra: string;
+}
+
+function run(trace: Trace, makers: Maker[], window: number): Row[] {
+  const oracle = oraclePrefillTokens(trace);
+  const ideal = idealMakespan(trace);
+  return makers.map((make) => {
+    let policy: Policy | undefined;
+    const result = simulate(
+      trace,
+      (ctx) => {
+        policy = make(ctx);
+        return policy;
+      },
+      { window, seed },
+    );
+    const loads = result.perNode.map((n) => n.busyPerSlot);
+    const mean = loads.reduce((a, b) => a + b, 0) / loads.length;
+    const reasons = (policy as { reasons?: Record<string, number> }).reasons;
+    return {
+      policy: result.policy,
+      prefillRatio: result.prefillTokens / oracle,
+      hitRate: result.hits / result.samples,
+      makespanRatio: result.makespan / ideal,
+      maxMeanLoad: Math.max(...loads) / mean,
+      result,
+      extra: reasons ? `warm ${reasons['warm']}, owner ${reasons['owner']}, spill ${reasons['spill']}` : '',
+    };
+  });
+}
+
+function table(rows: Row[]): string {
+  const lines = [
+    '| policy | prefill ÷ oracle | cache hit rate | makespan ÷ ideal | max/mean node load |',
+    '| --- | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of rows)
+    lines.push(
+      `| ${r.policy} | ${r.prefillRatio.toFixed(2)} | ${(100 * r.hitRate).toFixed(1)}% | ${r.makespanRatio.toFixed(2)} | ${r.maxMeanLoad.toFixed(2)} |`,
+    );
+  return lines.join('\n');
+}
+
+const traces = [standardTrace(seed, tasks), skewedTrace(seed, tasks)];
+const capacity = traces[0]!.nodes.reduce((a, n) => a + n.concurrency, 0);
+const window = values.window === undefined ? 2 * capacity : int('window', values.window, 1);
+
+console.log(`# Placement simulator (seed ${seed})\n`);
+console.log(
+  `Nodes: ${traces[0]!.nodes.map((n) => `${n.id} (speed ${n.speed}, ${n.concurrency} slots)`).join(', ')}.`,
+);
+console.log(
+  `Cost model: prefill ${PREFILL_TOKENS_PER_S} tok/s and decode ${DECODE_TOKENS_PER_S} tok/s per request at speed 1; ` +
+    `LRU cache of ${traces[0]!.cacheSlots} prompts per server; k = ${K}; ${window} tasks in flight; adverts every ${ADVERT_INTERVAL_S} s.\n`,
+);
+
+for (const trace of traces) {
+  const rows = run(trace, policies, window);
+  console.log(`## ${trace.name}: ${trace.description}\n`);
+  console.log(
+    `oracle prefill ${(oraclePrefillTokens(trace) / 1e6).toFixed(2)}M tokens, ideal makespan ${idealMakespan(trace).toFixed(0)} s, ` +
+      `oracle hit rate ${(100 * (1 - oraclePrefillTokens(trace) / trace.promptTokens / (trace.jobs.length * K))).toFixed(1)}%\n`,
+  );
+  console.log(table(rows));
+  const v = rows.find((r) => r.policy === 'vtnode');
+  if (v) console.log(`\nvtnode placements: ${v.extra}.`);
+  console.log('');
+}
+
+console.log('## vtnode load slack ε (both traces)\n');
+console.log(
+  '| trace | ε | prefill ÷ oracle | cache hit rate | makespan ÷ ideal | max/mean node load | warm / owner / spill |',
+);
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
+for (const trace of traces) {
+  for (const epsilon of [0, 0.1, 0.25, 0.5, 1, 2]) {
+    const [r] = run(trace, [vtnode({ epsilon }, `vtnode ε=${epsilon}`)], window);
+    console.log(
+      `| ${trace.name} | ${epsilon} | ${r!.prefillRatio.toFixed(2)} | ${(100 * r!.hitRate).toFixed(1)}% | ${r!.makespanRatio.toFixed(2)} | ${r!.maxMeanLoad.toFixed(2)} | ${r!.extra.replace(/[a-z]+ /g, '').replaceAll(', ', ' / ')} |`,
+    );
+  }
+}
