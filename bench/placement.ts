@@ -13,7 +13,6 @@ import {
   rendezvous,
   roundRobin,
   vtnode,
-  vtnodeMeasured,
 } from './placement/policies.ts';
 import {
   ADVERT_INTERVAL_S,
@@ -57,8 +56,8 @@ const policies: Maker[] = [
   cacheAware(),
   leastLoadedJobs(),
   rendezvous(),
+  vtnode({}, 'vtnode, capacity weights only', false),
   vtnode(),
-  vtnodeMeasured(),
 ];
 
 interface Row {

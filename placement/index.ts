@@ -5,3 +5,4 @@ export * from './lease-book.ts';
 export * from './placer.ts';
 export * from './reputation.ts';
 export * from './seeded-random.ts';
+export * from './throughput.ts';

@@ -1,5 +1,6 @@
 import { createLeaseBook } from '../../placement/lease-book.ts';
 import { createPlacer, type PlacerOptions } from '../../placement/placer.ts';
+import { createThroughput } from '../../placement/throughput.ts';
 import { MODEL, type Policy, type SimContext, type SimNode } from './sim.ts';
 
 /** Round-robin per sample: the k samples of a task go to successive nodes. */
@@ -124,36 +125,30 @@ export function cacheAware(options: Partial<CacheAwareOptions> = {}): (ctx: SimC
 
 /** Weighted rendezvous hashing of (prompt, model) with no load bound and no warm affinity (the real placer, ε = ∞). */
 export function rendezvous(): (ctx: SimContext) => Policy {
-  return vtnodePolicy('rendezvous (no load bound)', {
-    epsilon: Number.POSITIVE_INFINITY,
-    warmAffinity: false,
-  });
-}
-
-/** vtnode's placer (placement/placer.ts) fed by the simulated adverts, with the real lease book for outstanding jobs. */
-export function vtnode(options: PlacerOptions = {}, name = 'vtnode'): (ctx: SimContext) => Policy {
-  return vtnodePolicy(name, options);
+  return vtnodePolicy(
+    'rendezvous (no load bound)',
+    { epsilon: Number.POSITIVE_INFINITY, warmAffinity: false },
+    false,
+  );
 }
 
 /**
- * vtnode's placer with each node weighted by its throughput (speed × slots), as a submitter that
- * measures tokens/s per node from its results would pass through the `weight` option.
+ * vtnode's placer (placement/placer.ts) fed by the simulated adverts, with the real lease book for
+ * outstanding jobs and, unless `measured` is false, weights from the real throughput meter fed by
+ * each result's usage and latency.
  */
-export function vtnodeMeasured(): (ctx: SimContext) => Policy {
-  return (ctx) => {
-    const specs = new Map(ctx.nodes.map((n) => [n.spec.id, n.spec]));
-    return vtnodePolicy('vtnode, weight = measured throughput', {
-      weight: (node) => {
-        const spec = specs.get(node.advert.peerId)!;
-        return spec.speed * spec.concurrency;
-      },
-    })(ctx);
-  };
+export function vtnode(
+  options: PlacerOptions = {},
+  name = 'vtnode',
+  measured = true,
+): (ctx: SimContext) => Policy {
+  return vtnodePolicy(name, options, measured);
 }
 
-function vtnodePolicy(name: string, options: PlacerOptions): (ctx: SimContext) => Policy {
+function vtnodePolicy(name: string, options: PlacerOptions, measured: boolean): (ctx: SimContext) => Policy {
   return (ctx) => {
-    const placer = createPlacer(options);
+    const throughput = createThroughput();
+    const placer = createPlacer(measured ? { weight: throughput.weight, ...options } : options);
     const book = createLeaseBook();
     const jobIds = new Map<string, string>();
     const byId = new Map(ctx.nodes.map((n) => [n.spec.id, n]));
@@ -181,7 +176,8 @@ function vtnodePolicy(name: string, options: PlacerOptions): (ctx: SimContext) =
         jobIds.set(job.id, lease.jobId);
         return byId.get(placement.peerId)!;
       },
-      returned(_node, job, sample) {
+      returned(node, job, sample, _now, timing) {
+        throughput.record(node.spec.id, MODEL, timing);
         const outcome = book.result(jobIds.get(job.id)!, sample);
         if (outcome.status !== 'accepted')
           throw new Error(`${name}: sample ${job.id}/${sample} ${outcome.status}`);

@@ -1,5 +1,6 @@
 import { createFleetView, type FleetView } from '../../placement/fleet-view.ts';
 import { type Random, seededRandom } from '../../placement/seeded-random.ts';
+import type { SampleTiming } from '../../placement/throughput.ts';
 import type { Advert } from '../../protocol/advert.ts';
 import type { SimJob, SimNodeSpec, Trace } from './traces.ts';
 
@@ -19,6 +20,8 @@ interface Req {
   run: JobRun | null;
   /** Set when the request starts: whether its prompt was cached. */
   hit?: boolean;
+  /** Set when the request starts, s. */
+  startedAt?: number;
 }
 
 /** A job running on a worker (job-placing policies only). */
@@ -68,8 +71,8 @@ export interface SamplePolicy {
   name: string;
   /** Chooses a node for one sample among the eligible ones (nodes holding the job's workspace). */
   route(job: SimJob, sample: number, eligible: SimNode[], now: number): SimNode;
-  /** A sample came back from `node`. */
-  returned?(node: SimNode, job: SimJob, sample: number, now: number): void;
+  /** A sample came back from `node`, with the usage and latency a client would see. */
+  returned?(node: SimNode, job: SimJob, sample: number, now: number, timing: SampleTiming): void;
 }
 
 /** Sends all k samples of a job to one worker, which warms the prompt then fans out. */
@@ -78,8 +81,8 @@ export interface JobPolicy {
   name: string;
   /** Chooses a node for a whole job (it may use the fleet view's adverts). */
   place(job: SimJob, eligible: SimNode[], now: number): SimNode;
-  /** A sample of the job came back from `node`. */
-  returned?(node: SimNode, job: SimJob, sample: number, now: number): void;
+  /** A sample of the job came back from `node`, with the usage and latency a client would see. */
+  returned?(node: SimNode, job: SimJob, sample: number, now: number, timing: SampleTiming): void;
   /** The whole job finished on `node`. */
   finished?(node: SimNode, job: SimJob, now: number): void;
 }
@@ -249,6 +252,7 @@ export function simulate(
       if (hit) node.hits++;
       if (!hit) schedule(t + prefill, 'prefilled', node, req);
       req.hit = hit;
+      req.startedAt = t;
       schedule(t + prefill + decode, 'finish', node, req);
     }
   };
@@ -319,7 +323,12 @@ export function simulate(
       node.observedWarm.unshift(req.job.prompt);
       if (node.observedWarm.length > 64) node.observedWarm.length = 64;
     }
-    policy.returned?.(node, req.job, req.sample, t);
+    policy.returned?.(node, req.job, req.sample, t, {
+      promptTokens: trace.promptTokens,
+      cachedTokens: req.hit ? trace.promptTokens : 0,
+      completionTokens: req.job.decodeTokens[req.sample]!,
+      latencyMs: (t - req.startedAt!) * 1000,
+    });
     const run = req.run;
     if (run) {
       run.returned++;
