@@ -82,8 +82,12 @@ export interface LeaseStats {
  * twice (a second result for it is a `duplicate`).
  */
 export interface LeaseBook {
-  /** Adds samples to generate for (task, model); samples already known are ignored. Returns how many were added. */
-  add(taskId: string, model: string, samples: Iterable<number>): number;
+  /**
+   * Adds samples to generate for (task, model); samples already known are ignored. Returns how many
+   * were added. A resumed campaign adds only its unfinished samples and passes the placements made
+   * before the restart as `previousAttempts`, so job ids do not repeat and the attempt limit holds.
+   */
+  add(taskId: string, model: string, samples: Iterable<number>, previousAttempts?: number): number;
   /** Leases every pending sample of (task, model) to `peerId` as one job; null when none is pending or a job is active. */
   lease(taskId: string, model: string, peerId: string, now: number, deadline: number): Lease | null;
   /** Records a sample result reported by job `jobId`. */
@@ -223,13 +227,16 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
   };
 
   return {
-    add(taskId, model, samples) {
+    add(taskId, model, samples, previousAttempts = 0) {
+      if (!Number.isInteger(previousAttempts) || previousAttempts < 0)
+        throw new RangeError(`previousAttempts must be a non-negative integer, got ${previousAttempts}`);
       const key = workKey(taskId, model);
       let work = works.get(key);
       if (!work) {
         work = { taskId, model, samples: new Map(), attempts: 0, activeJob: null, refusedBy: new Set() };
         works.set(key, work);
       }
+      work.attempts = Math.max(work.attempts, previousAttempts);
       let added = 0;
       for (const sample of samples) {
         if (!Number.isInteger(sample) || sample < 0)

@@ -161,6 +161,17 @@ describe('lease book', () => {
     expect(consistent(book)).toMatchObject({ done: 2, exhausted: 1 });
   });
 
+  it('resumes after a restart with only the unfinished samples and fresh job ids', () => {
+    const book = createLeaseBook({ maxAttempts: 3 });
+    expect(() => book.add('t', 'm', [0], -1)).toThrow(/previousAttempts/);
+    expect(book.add('t', 'm', [5, 6, 7], 2)).toBe(3);
+    expect(book.pending()).toEqual([{ taskId: 't', model: 'm', samples: [5, 6, 7], attempts: 2 }]);
+    const j = book.lease('t', 'm', 'a', 0, 10)!;
+    expect(j.jobId).toBe('t#m#3');
+    // This was the last attempt allowed.
+    expect(book.release(j.jobId, 'disconnected')).toMatchObject({ samples: [], exhausted: [5, 6, 7] });
+  });
+
   it('keeps models of one task apart', () => {
     const book = createLeaseBook();
     book.add('t', 'm1', [0, 1]);
