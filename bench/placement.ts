@@ -2,7 +2,7 @@
  * Placement simulator: compares routing policies on a standard and a skewed trace, in one run,
  * against the oracle (fewest prefills) and the ideal makespan. Deterministic for a given seed.
  *
- *   npx node bench/placement.ts [--seed N] [--tasks N] [--window N]
+ *   npx node bench/placement.ts [--seed N] [--tasks N] [--window N] [--seeds N]
  */
 import { parseArgs } from 'node:util';
 import {
@@ -32,6 +32,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     tasks: { type: 'string', default: '500' },
     window: { type: 'string' },
+    seeds: { type: 'string', default: '5' },
   },
 });
 
@@ -46,6 +47,7 @@ function int(name: string, text: string | undefined, min: number): number {
 
 const seed = int('seed', values.seed, 0);
 const tasks = int('tasks', values.tasks, 1);
+const seeds = int('seeds', values.seeds, 0);
 
 type Maker = (ctx: SimContext) => Policy;
 
@@ -70,7 +72,7 @@ interface Row {
   extra: string;
 }
 
-function run(trace: Trace, makers: Maker[], window: number): Row[] {
+function run(trace: Trace, makers: Maker[], window: number, seed: number): Row[] {
   const oracle = oraclePrefillTokens(trace);
   const ideal = idealMakespan(trace);
   return makers.map((make) => {
@@ -124,7 +126,7 @@ console.log(
 );
 
 for (const trace of traces) {
-  const rows = run(trace, policies, window);
+  const rows = run(trace, policies, window, seed);
   console.log(`## ${trace.name}: ${trace.description}\n`);
   console.log(
     `oracle prefill ${(oraclePrefillTokens(trace) / 1e6).toFixed(2)}M tokens, ideal makespan ${idealMakespan(trace).toFixed(0)} s, ` +
@@ -143,9 +145,33 @@ console.log(
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
 for (const trace of traces) {
   for (const epsilon of [0, 0.1, 0.25, 0.5, 1, 2]) {
-    const [r] = run(trace, [vtnode({ epsilon }, `vtnode ε=${epsilon}`)], window);
+    const [r] = run(trace, [vtnode({ epsilon }, `vtnode ε=${epsilon}`)], window, seed);
     console.log(
       `| ${trace.name} | ${epsilon} | ${r!.prefillRatio.toFixed(2)} | ${(100 * r!.hitRate).toFixed(1)}% | ${r!.makespanRatio.toFixed(2)} | ${r!.maxMeanLoad.toFixed(2)} | ${r!.extra.replace(/[a-z]+ /g, '').replaceAll(', ', ' / ')} |`,
     );
   }
+}
+
+if (seeds > 0) {
+  console.log(`\n## Means over seeds ${seed}–${seed + seeds - 1}\n`);
+  console.log(
+    '| policy | standard: prefill ÷ oracle | standard: makespan ÷ ideal | skewed: prefill ÷ oracle | skewed: makespan ÷ ideal |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  const sums = new Map<string, number[]>();
+  for (let s = seed; s < seed + seeds; s++) {
+    const [std, skew] = [standardTrace(s, tasks), skewedTrace(s, tasks)];
+    const a = run(std, policies, window, s);
+    const b = run(skew, policies, window, s);
+    a.forEach((r, i) => {
+      const acc = sums.get(r.policy) ?? [0, 0, 0, 0];
+      acc[0]! += r.prefillRatio;
+      acc[1]! += r.makespanRatio;
+      acc[2]! += b[i]!.prefillRatio;
+      acc[3]! += b[i]!.makespanRatio;
+      sums.set(r.policy, acc);
+    });
+  }
+  for (const [policy, acc] of sums)
+    console.log(`| ${policy} | ${acc.map((v) => (v / seeds).toFixed(2)).join(' | ')} |`);
 }

@@ -11,7 +11,7 @@ import { hrwRank } from './hrw.ts';
 import type { Reputation } from './reputation.ts';
 
 export interface PlacerOptions extends EligibilityOptions {
-  /** Load slack ε ≥ 0 of the bound ⌈(1+ε)·mean⌉ (default 0.25); Infinity turns the bound off. */
+  /** Load slack ε ≥ 0 of the bound ⌈(1+ε)·mean⌉ (default 0.1); Infinity turns the bound off. */
   epsilon?: number;
   /** Reputation book: its cool-downs make nodes ineligible and its penalties scale weights down. */
   reputation?: Reputation;
@@ -113,7 +113,7 @@ export function loadCap(epsilon: number, totalLoad: number, weight: number, tota
 }
 
 export function createPlacer(options: PlacerOptions = {}): Placer {
-  const epsilon = options.epsilon ?? 0.25;
+  const epsilon = options.epsilon ?? 0.1;
   if (Number.isNaN(epsilon) || epsilon < 0) throw new RangeError(`epsilon must be >= 0, got ${epsilon}`);
   const warmAffinity = options.warmAffinity ?? true;
   const countAdvertised = options.countAdvertisedLoad ?? true;

@@ -117,7 +117,7 @@ describe('createPlacer', () => {
       fleetNode(advert('b')),
       fleetNode(advert('c')),
     ];
-    // Loads a=3, b=0, c=0: total 3, mean with the new job 4/3, cap ⌈1.25·4/3⌉ = 2 < 3 + 1.
+    // Loads a=3, b=0, c=0: total 3, mean with the new job 4/3, cap ⌈1.1·4/3⌉ = 2 < 3 + 1.
     const p = ok(createPlacer().place(req('busy'), nodes, 0, new Map([one('a', 3)])));
     expect(p.peerId).not.toBe('a');
     expect(p.reason === 'owner' || p.reason === 'spill').toBe(true);
