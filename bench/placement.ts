@@ -22,6 +22,7 @@ import {
   type Policy,
   PREFILL_TOKENS_PER_S,
   type SimContext,
+  type SimFault,
   type SimResult,
   simulate,
 } from './placement/sim.ts';
@@ -58,7 +59,7 @@ const policies: Maker[] = [
   cacheAware(),
   leastLoadedJobs(),
   rendezvous(),
-  vtnode({}, 'vtnode, capacity weights only', false),
+  vtnode({}, 'vtnode, capacity weights only', { measured: false }),
   vtnode(),
 ];
 
@@ -149,6 +150,48 @@ for (const trace of traces) {
     console.log(
       `| ${trace.name} | ${epsilon} | ${r!.prefillRatio.toFixed(2)} | ${(100 * r!.hitRate).toFixed(1)}% | ${r!.makespanRatio.toFixed(2)} | ${r!.maxMeanLoad.toFixed(2)} | ${r!.extra.replace(/[a-z]+ /g, '').replaceAll(', ', ' / ')} |`,
     );
+  }
+}
+
+{
+  const trace = traces[0]!;
+  const ideal = idealMakespan(trace);
+  const at = (share: number) => Math.round(share * ideal);
+  const scenarios: { name: string; faults: SimFault[] }[] = [
+    { name: 'no faults', faults: [] },
+    {
+      name: 'studio-1 drops at 25 % of the ideal, rejoins (cold) at 50 %',
+      faults: [{ node: 'studio-1', kind: 'disconnect', at: at(0.25), until: at(0.5) }],
+    },
+    {
+      name: 'studio-2 drops at 30 % and rejoins at 60 %; max-1 drops at 40 % for good',
+      faults: [
+        { node: 'studio-2', kind: 'disconnect', at: at(0.3), until: at(0.6) },
+        { node: 'max-1', kind: 'disconnect', at: at(0.4), until: Number.POSITIVE_INFINITY },
+      ],
+    },
+    {
+      name: 'pro refuses every job from 10 % to 60 % (model server failing)',
+      faults: [{ node: 'pro', kind: 'refuse', at: at(0.1), until: at(0.6) }],
+    },
+  ];
+  console.log(`\n## Faults (${trace.name} trace, vtnode; makespan against the fault-free ideal)\n`);
+  console.log(
+    '| scenario | reputation | makespan ÷ ideal | refusals | samples re-placed | distinct samples / planned | samples run |',
+  );
+  console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+  for (const scenario of scenarios) {
+    for (const withReputation of [true, false]) {
+      if (!withReputation && scenario.faults.length === 0) continue;
+      const r = simulate(trace, vtnode({}, 'vtnode', { reputation: withReputation }), {
+        window,
+        seed,
+        faults: scenario.faults,
+      });
+      console.log(
+        `| ${scenario.name} | ${withReputation ? 'on' : 'off'} | ${(r.makespan / ideal).toFixed(2)} | ${r.refusals} | ${r.replacedSamples} | ${r.distinctSamples} / ${trace.jobs.length * K} | ${r.samples} |`,
+      );
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import { createLeaseBook } from '../../placement/lease-book.ts';
 import { createPlacer, type PlacerOptions } from '../../placement/placer.ts';
+import { createReputation } from '../../placement/reputation.ts';
 import { createThroughput } from '../../placement/throughput.ts';
 import { MODEL, type Policy, type SimContext, type SimNode } from './sim.ts';
 
@@ -128,53 +129,87 @@ export function rendezvous(): (ctx: SimContext) => Policy {
   return vtnodePolicy(
     'rendezvous (no load bound)',
     { epsilon: Number.POSITIVE_INFINITY, warmAffinity: false },
-    false,
+    { measured: false, reputation: false },
   );
 }
 
 /**
  * vtnode's placer (placement/placer.ts) fed by the simulated adverts, with the real lease book for
- * outstanding jobs and, unless `measured` is false, weights from the real throughput meter fed by
- * each result's usage and latency.
+ * outstanding jobs and re-placement, and by default the real reputation book (refusals and
+ * disconnects cool a node down) and weights from the real throughput meter, fed by each result's
+ * usage and latency.
  */
 export function vtnode(
   options: PlacerOptions = {},
   name = 'vtnode',
-  measured = true,
+  extras: Partial<VtnodeExtras> = {},
 ): (ctx: SimContext) => Policy {
-  return vtnodePolicy(name, options, measured);
+  return vtnodePolicy(name, options, { measured: true, reputation: true, ...extras });
 }
 
-function vtnodePolicy(name: string, options: PlacerOptions, measured: boolean): (ctx: SimContext) => Policy {
+/** What the vtnode policy does beyond the placer's options. */
+interface VtnodeExtras {
+  /** Weights from the throughput meter (else advertised capacity). */
+  measured: boolean;
+  /** Reputation book: refusals and disconnects cool nodes down. */
+  reputation: boolean;
+}
+
+function vtnodePolicy(
+  name: string,
+  options: PlacerOptions,
+  extras: VtnodeExtras,
+): (ctx: SimContext) => Policy {
   return (ctx) => {
     const throughput = createThroughput();
-    const placer = createPlacer(measured ? { weight: throughput.weight, ...options } : options);
-    const book = createLeaseBook();
+    const reputation = extras.reputation ? createReputation() : undefined;
+    const placer = createPlacer({
+      ...(extras.measured ? { weight: throughput.weight } : {}),
+      ...(reputation ? { reputation } : {}),
+      ...options,
+    });
+    const book = createLeaseBook({ maxAttempts: 1000 });
+    /** Task id → its active job id. */
     const jobIds = new Map<string, string>();
     const byId = new Map(ctx.nodes.map((n) => [n.spec.id, n]));
     const reasons = { warm: 0, owner: 0, spill: 0 };
+    const ms = (now: number) => Math.round(now * 1000);
     const policy: Policy & { reasons: typeof reasons } = {
       kind: 'job',
       name,
       reasons,
-      place(job, _eligible, now) {
-        const ms = Math.round(now * 1000);
+      place(job, _eligible, now, samples) {
         const placement = placer.place(
           {
             task: { id: job.id, promptFingerprint: job.prompt, workspace: { id: job.workspace } },
             model: MODEL,
+            exclude: book.refusedBy(job.id, MODEL),
           },
           ctx.view.nodes(),
-          ms,
+          ms(now),
           book.outstanding(),
         );
         if (!placement.ok) throw new Error(`${name}: ${placement.message}`);
         reasons[placement.reason]++;
         book.add(job.id, MODEL, job.decodeTokens.keys());
-        const lease = book.lease(job.id, MODEL, placement.peerId, ms, ms + 3_600_000);
+        const lease = book.lease(job.id, MODEL, placement.peerId, ms(now), ms(now) + 3_600_000);
         if (!lease) throw new Error(`${name}: could not lease ${job.id}`);
+        // The lease book must hand out exactly the samples the simulator still needs.
+        if (lease.samples.join() !== samples.join())
+          throw new Error(
+            `${name}: leased ${lease.samples.join()} for ${job.id}, expected ${samples.join()}`,
+          );
         jobIds.set(job.id, lease.jobId);
         return byId.get(placement.peerId)!;
+      },
+      refused(node, job, now) {
+        book.release(jobIds.get(job.id)!, 'refused');
+        reputation?.failure(node.spec.id, ms(now));
+      },
+      disconnected(node, now) {
+        const released = book.disconnect(node.spec.id);
+        if (released.length > 0) reputation?.failure(node.spec.id, ms(now));
+        return released.map((r) => ({ jobId: r.taskId, samples: r.samples }));
       },
       returned(node, job, sample, _now, timing) {
         throughput.record(node.spec.id, MODEL, timing);
@@ -182,9 +217,10 @@ function vtnodePolicy(name: string, options: PlacerOptions, measured: boolean): 
         if (outcome.status !== 'accepted')
           throw new Error(`${name}: sample ${job.id}/${sample} ${outcome.status}`);
       },
-      finished(_node, job) {
+      finished(node, job, now) {
         if (book.job(jobIds.get(job.id)!))
           throw new Error(`${name}: lease of ${job.id} still open after its last sample`);
+        reputation?.success(node.spec.id, ms(now));
       },
     };
     return policy;

@@ -10,6 +10,8 @@ export const PREFILL_TOKENS_PER_S = 1000;
 export const DECODE_TOKENS_PER_S = 40;
 /** Advert interval of the simulated nodes, s. */
 export const ADVERT_INTERVAL_S = 2;
+/** Time a refused or failed job takes to come back to the submitter (server retries, error), s. */
+export const REFUSAL_DELAY_S = 10;
 /** Model id every node serves. */
 export const MODEL = 'qwen3-coder:30b';
 
@@ -24,11 +26,13 @@ interface Req {
   startedAt?: number;
 }
 
-/** A job running on a worker (job-placing policies only). */
+/** A job running on a worker (job-placing policies only): some or all samples of one task. */
 interface JobRun {
   job: SimJob;
-  returned: number;
-  firstDone: boolean;
+  /** Sample indices this job runs; the first runs alone, the rest once it returns. */
+  samples: number[];
+  /** Samples returned so far. */
+  returned: Set<number>;
 }
 
 /** Live state of one simulated node. */
@@ -54,6 +58,12 @@ export interface SimNode {
   hits: number;
   prefillTokens: number;
   seq: number;
+  /** False while the node is disconnected. */
+  up: boolean;
+  /** True while the node refuses every job (its model server failing). */
+  refusing: boolean;
+  /** Bumped on disconnect: events of an older epoch belong to lost work. */
+  epoch: number;
 }
 
 export interface SimContext {
@@ -79,8 +89,12 @@ export interface SamplePolicy {
 export interface JobPolicy {
   kind: 'job';
   name: string;
-  /** Chooses a node for a whole job (it may use the fleet view's adverts). */
-  place(job: SimJob, eligible: SimNode[], now: number): SimNode;
+  /** Chooses a node for a job running `samples` of the task (it may use the fleet view's adverts). */
+  place(job: SimJob, eligible: SimNode[], now: number, samples: readonly number[]): SimNode;
+  /** The node just chosen refused the job; the simulator places it again. */
+  refused?(node: SimNode, job: SimJob, now: number): void;
+  /** The node disconnected: every unfinished (job, samples) the policy believes it held. */
+  disconnected?(node: SimNode, now: number): { jobId: string; samples: number[] }[];
   /** A sample of the job came back from `node`, with the usage and latency a client would see. */
   returned?(node: SimNode, job: SimJob, sample: number, now: number, timing: SampleTiming): void;
   /** The whole job finished on `node`. */
@@ -97,6 +111,22 @@ export interface SimResult {
   hits: number;
   /** Per node: id, samples, busy time per slot (s). */
   perNode: { id: string; samples: number; busyPerSlot: number }[];
+  /** Jobs refused by a refusing node. */
+  refusals: number;
+  /** Samples lost with a disconnected node and placed again. */
+  replacedSamples: number;
+  /** Distinct (task, sample) results: equals tasks × k when nothing was lost or duplicated. */
+  distinctSamples: number;
+}
+
+/** A fault injected at a time: a node disconnects (losing its queue and cache) or refuses jobs, until `until`. */
+export interface SimFault {
+  node: string;
+  kind: 'disconnect' | 'refuse';
+  /** Start, s. */
+  at: number;
+  /** End, s: the node rejoins (empty cache) or accepts jobs again. */
+  until: number;
 }
 
 export interface SimOptions {
@@ -104,14 +134,20 @@ export interface SimOptions {
   window: number;
   /** Seed for the policy's randomness. */
   seed: number;
+  /** Faults to inject (job policies only). */
+  faults?: SimFault[];
 }
 
 interface Event {
   t: number;
   seq: number;
-  kind: 'prefilled' | 'finish' | 'advert';
+  kind: 'prefilled' | 'finish' | 'advert' | 'fault-start' | 'fault-end' | 'retry';
   node: SimNode | null;
   req: Req | null;
+  epoch: number;
+  fault?: SimFault;
+  /** For `retry`: the job and samples to place again. */
+  retry?: { job: SimJob; samples: number[] };
 }
 
 /** Binary min-heap on (t, seq): deterministic order for simultaneous events. */
@@ -213,24 +249,35 @@ export function simulate(
     hits: 0,
     prefillTokens: 0,
     seq: 0,
+    up: true,
+    refusing: false,
+    epoch: 0,
   }));
   const view = createFleetView({ selfPeerId: 'submitter', intervalMs: ADVERT_INTERVAL_S * 1000 });
   const ctx: SimContext = { nodes, view, rand: seededRandom(options.seed), trace };
   const policy = makePolicy(ctx);
   const heap = new Heap();
   let seq = 0;
-  const schedule = (t: number, kind: Event['kind'], node: SimNode | null, req: Req | null) =>
-    heap.push({ t, seq: seq++, kind, node, req });
+  const schedule = (
+    t: number,
+    kind: Event['kind'],
+    node: SimNode | null,
+    req: Req | null,
+    fault?: SimFault,
+  ) => heap.push({ t, seq: seq++, kind, node, req, epoch: node?.epoch ?? 0, ...(fault ? { fault } : {}) });
 
   const k = trace.jobs[0]?.decodeTokens.length ?? 0;
-  const remaining = new Map<string, number>();
+  const finished = new Map<string, Set<number>>();
+  let refusals = 0;
+  let replacedSamples = 0;
+  let distinctSamples = 0;
   let nextJob = 0;
   let inFlightJobs = 0;
   let makespan = 0;
   let done = 0;
 
   const publishAdverts = (t: number) => {
-    for (const node of nodes) view.apply(advertOf(node, t), Math.round(t * 1000));
+    for (const node of nodes) if (node.up) view.apply(advertOf(node, t), Math.round(t * 1000));
   };
 
   const startRequests = (node: SimNode, t: number) => {
@@ -262,18 +309,75 @@ export function simulate(
       const run = node.jobQueue.shift()!;
       node.running.add(run);
       // Warm, then fan out: the first sample alone.
-      node.queue.push({ job: run.job, sample: 0, run });
+      node.queue.push({ job: run.job, sample: run.samples[0]!, run });
     }
     startRequests(node, t);
   };
 
-  const eligibleFor = (job: SimJob) => nodes.filter((n) => n.spec.workspaces.includes(job.workspace));
+  const eligibleFor = (job: SimJob) => nodes.filter((n) => n.up && n.spec.workspaces.includes(job.workspace));
+
+  /** Places a job for `samples` of a task, again and again while the chosen node refuses. */
+  const dispatch = (job: SimJob, samples: number[], t: number) => {
+    if (policy.kind !== 'job') throw new Error('dispatch is for job policies');
+    const eligible = eligibleFor(job);
+    if (eligible.length === 0) throw new Error(`no node up holds workspace ${job.workspace} for ${job.id}`);
+    const node = policy.place(job, eligible, t, samples);
+    if (!node.up) throw new Error(`${policy.name}: placed ${job.id} on ${node.spec.id}, which is down`);
+    if (node.refusing) {
+      // The failure shows only after the worker's retries give up; then the job is placed again.
+      refusals++;
+      heap.push({
+        t: t + REFUSAL_DELAY_S,
+        seq: seq++,
+        kind: 'retry',
+        node,
+        req: null,
+        epoch: node.epoch,
+        retry: { job, samples },
+      });
+      return;
+    }
+    node.inFlight += samples.length;
+    node.jobQueue.push({ job, samples, returned: new Set() });
+    startJobs(node, t);
+  };
+
+  const disconnect = (node: SimNode, t: number) => {
+    const lost = new Map<string, number[]>();
+    for (const run of [...node.running, ...node.jobQueue]) {
+      const open = run.samples.filter((s) => !run.returned.has(s));
+      if (open.length > 0) lost.set(run.job.id, open);
+    }
+    node.up = false;
+    node.epoch++;
+    node.queue = [];
+    node.busy = 0;
+    node.running.clear();
+    node.jobQueue = [];
+    node.lru = [];
+    node.observedWarm = [];
+    node.inFlight = 0;
+    view.remove(node.spec.id);
+    if (policy.kind !== 'job') throw new Error('faults are simulated for job policies only');
+    // The policy's own bookkeeping (the lease book for vtnode) must name exactly the lost samples.
+    const released = policy.disconnected?.(node, t) ?? [];
+    const byJob = new Map(released.map((r) => [r.jobId, [...r.samples].sort((a, b) => a - b)]));
+    const expected = new Map([...lost].map(([id, open]) => [id, [...open].sort((a, b) => a - b)]));
+    if (JSON.stringify([...byJob].sort()) !== JSON.stringify([...expected].sort()))
+      throw new Error(
+        `${policy.name}: released ${JSON.stringify([...byJob])} but ${node.spec.id} held ${JSON.stringify([...expected])}`,
+      );
+    for (const [jobId, open] of expected) {
+      replacedSamples += open.length;
+      dispatch(trace.jobs.find((j) => j.id === jobId)!, open, t);
+    }
+  };
 
   const release = (t: number) => {
     while (inFlightJobs < options.window && nextJob < trace.jobs.length) {
       const job = trace.jobs[nextJob++]!;
       inFlightJobs++;
-      remaining.set(job.id, k);
+      finished.set(job.id, new Set());
       const eligible = eligibleFor(job);
       if (eligible.length === 0) throw new Error(`no node holds workspace ${job.workspace} for ${job.id}`);
       if (policy.kind === 'sample') {
@@ -283,17 +387,19 @@ export function simulate(
           node.queue.push({ job, sample: s, run: null });
           startRequests(node, t);
         }
-      } else {
-        const node = policy.place(job, eligible, t);
-        node.inFlight += k;
-        node.jobQueue.push({ job, returned: 0, firstDone: false });
-        startJobs(node, t);
-      }
+      } else dispatch(job, [...job.decodeTokens.keys()], t);
     }
   };
 
   publishAdverts(0);
   schedule(ADVERT_INTERVAL_S, 'advert', null, null);
+  for (const fault of options.faults ?? []) {
+    const node = nodes.find((n) => n.spec.id === fault.node);
+    if (!node) throw new Error(`fault names unknown node ${fault.node}`);
+    if (!(fault.until > fault.at)) throw new Error(`fault on ${fault.node} must end after it starts`);
+    schedule(fault.at, 'fault-start', null, null, fault);
+    schedule(fault.until, 'fault-end', null, null, fault);
+  }
   release(0);
 
   const total = trace.jobs.length;
@@ -305,8 +411,27 @@ export function simulate(
       schedule(t + ADVERT_INTERVAL_S, 'advert', null, null);
       continue;
     }
+    if (e.kind === 'retry') {
+      const { job, samples } = e.retry!;
+      if (policy.kind === 'job') policy.refused?.(e.node!, job, t);
+      dispatch(job, samples, t);
+      continue;
+    }
+    if (e.kind === 'fault-start' || e.kind === 'fault-end') {
+      const fault = e.fault!;
+      const node = nodes.find((n) => n.spec.id === fault.node)!;
+      if (fault.kind === 'refuse') node.refusing = e.kind === 'fault-start';
+      else if (e.kind === 'fault-start') disconnect(node, t);
+      else {
+        node.up = true;
+        view.apply(advertOf(node, t), Math.round(t * 1000));
+      }
+      continue;
+    }
     const node = e.node!;
     const req = e.req!;
+    // Work of a node that disconnected since is lost.
+    if (e.epoch !== node.epoch) continue;
     if (e.kind === 'prefilled') {
       const at = node.lru.indexOf(req.job.prompt);
       if (at >= 0) node.lru.splice(at, 1);
@@ -331,21 +456,21 @@ export function simulate(
     });
     const run = req.run;
     if (run) {
-      run.returned++;
-      if (!run.firstDone) {
-        run.firstDone = true;
-        for (let s = 1; s < k; s++) node.queue.push({ job: run.job, sample: s, run });
-      }
-      if (run.returned === k) {
+      run.returned.add(req.sample);
+      if (run.returned.size === 1)
+        for (const s of run.samples.slice(1)) node.queue.push({ job: run.job, sample: s, run });
+      if (run.returned.size === run.samples.length) {
         node.running.delete(run);
         if (policy.kind === 'job') policy.finished?.(node, run.job, t);
         startJobs(node, t);
       }
     }
     startRequests(node, t);
-    const left = remaining.get(req.job.id)! - 1;
-    remaining.set(req.job.id, left);
-    if (left === 0) {
+    const got = finished.get(req.job.id)!;
+    if (got.has(req.sample)) throw new Error(`${policy.name}: sample ${req.job.id}/${req.sample} ran twice`);
+    got.add(req.sample);
+    distinctSamples++;
+    if (got.size === k) {
       inFlightJobs--;
       done++;
       makespan = t;
@@ -361,6 +486,9 @@ export function simulate(
     prefillTokens: nodes.reduce((a, n) => a + n.prefillTokens, 0),
     samples: nodes.reduce((a, n) => a + n.samples, 0),
     hits: nodes.reduce((a, n) => a + n.hits, 0),
+    refusals,
+    replacedSamples,
+    distinctSamples,
     perNode: nodes.map((n) => ({
       id: n.spec.id,
       samples: n.samples,

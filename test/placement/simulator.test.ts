@@ -29,6 +29,7 @@ describe('placement simulator', () => {
       for (const make of makers) {
         const r = simulate(trace, make, { window: 10, seed: 3 });
         expect(r.samples).toBe(trace.jobs.length * K);
+        expect(r.distinctSamples).toBe(r.samples);
         expect(r.perNode.reduce((a, n) => a + n.samples, 0)).toBe(r.samples);
         expect(r.prefillTokens).toBeGreaterThanOrEqual(oraclePrefillTokens(trace));
         expect(r.makespan).toBeGreaterThanOrEqual(idealMakespan(trace));
@@ -55,8 +56,8 @@ describe('placement simulator', () => {
         if (inner.kind !== 'job') throw new Error('vtnode places jobs');
         return {
           ...inner,
-          place(job, eligible, now) {
-            const node = inner.place(job, eligible, now);
+          place(job, eligible, now, samples) {
+            const node = inner.place(job, eligible, now, samples);
             seen.push([node.spec.id, job.workspace]);
             return node;
           },
@@ -66,6 +67,36 @@ describe('placement simulator', () => {
     );
     expect(seen).toHaveLength(80);
     for (const [id, ws] of seen) expect(holders.get(id)!.has(ws)).toBe(true);
+  });
+
+  it('re-places exactly the lost samples when nodes drop or refuse, through the real lease book', () => {
+    const trace = standardTrace(4, 80);
+    for (const reputation of [true, false]) {
+      const r = simulate(trace, vtnode({}, 'vtnode', { reputation }), {
+        window: 12,
+        seed: 4,
+        faults: [
+          { node: 'studio-1', kind: 'disconnect', at: 100, until: 300 },
+          { node: 'max-1', kind: 'disconnect', at: 150, until: Number.POSITIVE_INFINITY },
+          { node: 'studio-2', kind: 'refuse', at: 50, until: 400 },
+        ],
+      });
+      expect(r.replacedSamples).toBeGreaterThan(0);
+      expect(r.refusals).toBeGreaterThan(0);
+      // Lost samples ran again, but every (task, sample) counted exactly once.
+      expect(r.distinctSamples).toBe(trace.jobs.length * K);
+      expect(r.samples).toBeGreaterThan(trace.jobs.length * K);
+    }
+  });
+
+  it('rejects a fault on an unknown node', () => {
+    expect(() =>
+      simulate(standardTrace(1, 5), vtnode(), {
+        window: 2,
+        seed: 1,
+        faults: [{ node: 'nope', kind: 'refuse', at: 1, until: 2 }],
+      }),
+    ).toThrow(/unknown node nope/);
   });
 
   it('computes the ideal makespan as the worst workspace-restricted fluid bound', () => {
