@@ -54,6 +54,11 @@ export interface EligibilityResult {
   rejected: RejectedNode[];
 }
 
+/** The advert's entry for a model id; when several servers list it, a loaded one first. */
+export function servedModel(models: readonly AdvertModel[], id: string): AdvertModel | undefined {
+  return models.find((m) => m.id === id && m.loaded) ?? models.find((m) => m.id === id);
+}
+
 /**
  * Memory a model needs on a node where it is not loaded: the size the advert reports for it, else
  * the configured estimate, else the largest size any node in `fleet` reports for the same model id,
@@ -101,7 +106,7 @@ export function checkNode(
   },
 ): Rejection | null {
   const { advert } = node;
-  const model = advert.models.find((m) => m.id === job.model);
+  const model = servedModel(advert.models, job.model);
   if (!model) return { code: 'model', detail: `does not serve model ${job.model}` };
   if (!advert.workspaces.includes(job.workspaceId))
     return { code: 'workspace', detail: `does not hold workspace ${job.workspaceId}` };
@@ -120,7 +125,7 @@ export function checkNode(
   if (need === null) return null;
   let committed = 0;
   for (const other of mine?.models ?? []) {
-    const served = advert.models.find((m) => m.id === other);
+    const served = servedModel(advert.models, other);
     if (!served || served.loaded) continue;
     committed += modelMemoryBytes(other, served.memoryBytes, context.fleet, context.options) ?? 0;
   }
@@ -149,7 +154,7 @@ export function eligibleNodes(
     const rejection = checkNode(node, job, now, context);
     if (rejection) result.rejected.push({ peerId: node.advert.peerId, host: node.advert.host, rejection });
     else {
-      const model = node.advert.models.find((m) => m.id === job.model)!;
+      const model = servedModel(node.advert.models, job.model)!;
       result.eligible.push({ node, model });
     }
   }

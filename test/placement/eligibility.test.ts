@@ -149,6 +149,22 @@ describe('checkNode', () => {
   });
 });
 
+describe('servedModel', () => {
+  it('prefers a loaded entry when two servers list the model', () => {
+    const node = fleetNode(
+      advert('a', {
+        models: [
+          model({ server: 'ollama', loaded: false, memoryBytes: null }),
+          model({ server: 'mlx', loaded: true }),
+        ],
+        memory: { total: 64 * GiB, free: 0, reserved: 0 },
+      }),
+    );
+    expect(check(node)).toBeNull();
+    expect(eligibleNodes([node], job, 0).eligible[0]!.model.server).toBe('mlx');
+  });
+});
+
 describe('modelMemoryBytes', () => {
   it('takes the largest size reported in the fleet', () => {
     const nodes = [
