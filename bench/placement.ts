@@ -28,14 +28,24 @@ import {
 } from './placement/sim.ts';
 import { K, skewedTrace, standardTrace, type Trace } from './placement/traces.ts';
 
-const { values } = parseArgs({
-  options: {
-    seed: { type: 'string', default: '1' },
-    tasks: { type: 'string', default: '500' },
-    window: { type: 'string' },
-    seeds: { type: 'string', default: '5' },
-  },
-});
+function args() {
+  try {
+    return parseArgs({
+      options: {
+        seed: { type: 'string', default: '1' },
+        tasks: { type: 'string', default: '500' },
+        window: { type: 'string' },
+        seeds: { type: 'string', default: '5' },
+      },
+    });
+  } catch (err) {
+    console.error(
+      `${(err as Error).message}\nusage: npx node bench/placement.ts [--seed N] [--tasks N] [--window N] [--seeds N]`,
+    );
+    process.exit(2);
+  }
+}
+const { values } = args();
 
 function int(name: string, text: string | undefined, min: number): number {
   const n = Number(text);
