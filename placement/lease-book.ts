@@ -1,0 +1,380 @@
+import type { NodeOutstanding } from './eligibility.ts';
+
+export interface LeaseBookOptions {
+  /** Placements one (task, model) may have; after the last is released its remaining samples are given up (default 5). */
+  maxAttempts?: number;
+}
+
+/** Why a job's lease ended before all its samples came back. */
+export type ReleaseCause = 'refused' | 'failed' | 'disconnected' | 'deadline' | 'cancelled';
+
+/** A job: the samples of one (task, model) leased to one node until a deadline. */
+export interface Lease {
+  /** Deterministic job id: task id, model and attempt number. */
+  jobId: string;
+  taskId: string;
+  model: string;
+  /** 1 for the first placement of this (task, model), 2 for the first re-placement, ... */
+  attempt: number;
+  peerId: string;
+  /** Sample indices this job was asked for. */
+  samples: readonly number[];
+  /** When the lease was granted, ms since epoch. */
+  leasedAt: number;
+  /** When the lease lapses unless extended, ms since epoch. */
+  deadline: number;
+}
+
+/** What a lease's end hands back to the submitter. */
+export interface Released {
+  jobId: string;
+  taskId: string;
+  model: string;
+  peerId: string;
+  cause: ReleaseCause;
+  /** Samples of the job still unfinished: pending again, to re-place (empty if given up). */
+  samples: number[];
+  /** Unfinished samples given up because the (task, model) used all its attempts. */
+  exhausted: number[];
+}
+
+/** Outcome of one sample result. */
+export interface ResultOutcome {
+  /**
+   * `accepted`: first result for the sample (also from a job whose lease already ended: the
+   * sample is valid work and is not re-placed again); `duplicate`: the sample was already done;
+   * `unknown-job`: no such job; `not-in-job`: the job was not asked for that sample.
+   */
+  status: 'accepted' | 'duplicate' | 'unknown-job' | 'not-in-job';
+  /** True when this result finished the job (all its samples done); its lease is then closed. */
+  jobDone: boolean;
+  /** Id of another active job this result finished (a late result from an ended lease did its last sample), or null. */
+  otherJobDone: string | null;
+}
+
+/** Work waiting for a node. */
+export interface PendingWork {
+  taskId: string;
+  model: string;
+  /** Pending sample indices, ascending. */
+  samples: number[];
+  /** Placements so far. */
+  attempts: number;
+}
+
+/** Sample counts; every planned sample is in exactly one of pending, leased, done, exhausted. */
+export interface LeaseStats {
+  planned: number;
+  pending: number;
+  leased: number;
+  done: number;
+  exhausted: number;
+  /** Jobs holding a lease now. */
+  activeJobs: number;
+}
+
+/**
+ * The submitter's lease bookkeeping, pure: which samples of which (task, model) are pending,
+ * leased to which node until when, done or given up. The submitter wires it to I/O: it `lease`s
+ * pending work to the node the placer chose, feeds each sample `result` back, and calls `release`
+ * (refusal, failure), `disconnect` (peer gone) or `expire` (deadlines) to get the unfinished samples
+ * to re-place. A sample is never lost (it is always pending, leased, done or exhausted) nor counted
+ * twice (a second result for it is a `duplicate`).
+ */
+export interface LeaseBook {
+  /**
+   * Adds samples to generate for (task, model); samples already known are ignored. Returns how many
+   * were added. A resumed campaign adds only its unfinished samples and passes the placements made
+   * before the restart as `previousAttempts`, so job ids do not repeat and the attempt limit holds.
+   */
+  add(taskId: string, model: string, samples: Iterable<number>, previousAttempts?: number): number;
+  /** Leases every pending sample of (task, model) to `peerId` as one job; null when none is pending or a job is active. */
+  lease(taskId: string, model: string, peerId: string, now: number, deadline: number): Lease | null;
+  /** Records a sample result reported by job `jobId`. */
+  result(jobId: string, sample: number): ResultOutcome;
+  /** Ends an active job's lease; its unfinished samples become pending (or exhausted). Null if not active. */
+  release(jobId: string, cause: ReleaseCause): Released | null;
+  /** Releases every active job on a peer that disconnected. */
+  disconnect(peerId: string): Released[];
+  /** Releases every active job whose deadline is at or before `now`. */
+  expire(now: number): Released[];
+  /** Moves an active job's deadline (progress seen); false if the job is not active. */
+  extend(jobId: string, deadline: number): boolean;
+  /** An active job. */
+  job(jobId: string): Lease | undefined;
+  /** Active jobs, in lease order. */
+  jobs(): Lease[];
+  /** Unfinished samples of an active job, ascending. */
+  remaining(jobId: string): number[];
+  /** Work waiting for placement, in the order it was added. */
+  pending(): PendingWork[];
+  /** Peers that refused or failed (task, model), for the placer's `exclude`. */
+  refusedBy(taskId: string, model: string): string[];
+  /** Active jobs and their models per peer: the placer's `outstanding`. */
+  outstanding(): Map<string, NodeOutstanding>;
+  /** Earliest deadline among active jobs, or null: when to call `expire` next. */
+  nextDeadline(): number | null;
+  stats(): LeaseStats;
+  /** True when no sample is pending or leased. */
+  readonly complete: boolean;
+}
+
+type SampleState =
+  | { state: 'pending' }
+  | { state: 'leased'; jobId: string }
+  | { state: 'done' }
+  | { state: 'exhausted' };
+
+interface Work {
+  taskId: string;
+  model: string;
+  samples: Map<number, SampleState>;
+  attempts: number;
+  activeJob: string | null;
+  refusedBy: Set<string>;
+}
+
+interface Job extends Lease {
+  /** Samples of this job not yet reported. */
+  open: Set<number>;
+  active: boolean;
+}
+
+function workKey(taskId: string, model: string): string {
+  return JSON.stringify([taskId, model]);
+}
+
+export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
+  const maxAttempts = options.maxAttempts ?? 5;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
+    throw new RangeError(`maxAttempts must be a positive integer, got ${maxAttempts}`);
+  const works = new Map<string, Work>();
+  /** Every job ever leased (active or not), so late results still count. */
+  const allJobs = new Map<string, Job>();
+  const active = new Map<string, Job>();
+  const counts = { planned: 0, pending: 0, leased: 0, done: 0, exhausted: 0 };
+
+  const setState = (work: Work, sample: number, next: SampleState) => {
+    const prev = work.samples.get(sample);
+    if (prev) counts[prev.state]--;
+    counts[next.state]++;
+    work.samples.set(sample, next);
+  };
+
+  const snapshot = (job: Job): Lease => ({
+    jobId: job.jobId,
+    taskId: job.taskId,
+    model: job.model,
+    attempt: job.attempt,
+    peerId: job.peerId,
+    samples: job.samples,
+    leasedAt: job.leasedAt,
+    deadline: job.deadline,
+  });
+
+  const close = (job: Job) => {
+    job.active = false;
+    active.delete(job.jobId);
+    const work = works.get(workKey(job.taskId, job.model))!;
+    if (work.activeJob === job.jobId) work.activeJob = null;
+  };
+
+  /** Samples of a job still leased to it. */
+  const waitingOn = (job: Job): number[] => {
+    const work = works.get(workKey(job.taskId, job.model))!;
+    return [...job.open]
+      .filter((s) => {
+        const st = work.samples.get(s)!;
+        return st.state === 'leased' && st.jobId === job.jobId;
+      })
+      .sort((a, b) => a - b);
+  };
+
+  /** Closes an active job none of whose samples is still leased to it; true if it closed. */
+  const closeIfDone = (job: Job): boolean => {
+    if (waitingOn(job).length > 0) return false;
+    close(job);
+    return true;
+  };
+
+  const release = (jobId: string, cause: ReleaseCause): Released | null => {
+    const job = active.get(jobId);
+    if (!job) return null;
+    close(job);
+    const work = works.get(workKey(job.taskId, job.model))!;
+    if (cause === 'refused' || cause === 'failed') work.refusedBy.add(job.peerId);
+    const giveUp = work.attempts >= maxAttempts;
+    const back: number[] = [];
+    for (const sample of [...job.open].sort((a, b) => a - b)) {
+      const state = work.samples.get(sample)!;
+      if (state.state !== 'leased' || state.jobId !== jobId) continue;
+      setState(work, sample, giveUp ? { state: 'exhausted' } : { state: 'pending' });
+      back.push(sample);
+    }
+    return {
+      jobId,
+      taskId: job.taskId,
+      model: job.model,
+      peerId: job.peerId,
+      cause,
+      samples: giveUp ? [] : back,
+      exhausted: giveUp ? back : [],
+    };
+  };
+
+  const checkTime = (name: string, t: number) => {
+    if (!Number.isFinite(t)) throw new RangeError(`${name} must be a finite number of ms, got ${t}`);
+  };
+
+  return {
+    add(taskId, model, samples, previousAttempts = 0) {
+      if (!Number.isInteger(previousAttempts) || previousAttempts < 0)
+        throw new RangeError(`previousAttempts must be a non-negative integer, got ${previousAttempts}`);
+      const key = workKey(taskId, model);
+      let work = works.get(key);
+      if (!work) {
+        work = { taskId, model, samples: new Map(), attempts: 0, activeJob: null, refusedBy: new Set() };
+        works.set(key, work);
+      }
+      work.attempts = Math.max(work.attempts, previousAttempts);
+      let added = 0;
+      for (const sample of samples) {
+        if (!Number.isInteger(sample) || sample < 0)
+          throw new RangeError(`sample index must be a non-negative integer, got ${sample}`);
+        if (work.samples.has(sample)) continue;
+        counts.planned++;
+        setState(work, sample, { state: 'pending' });
+        added++;
+      }
+      return added;
+    },
+    lease(taskId, model, peerId, now, deadline) {
+      checkTime('now', now);
+      checkTime('deadline', deadline);
+      const work = works.get(workKey(taskId, model));
+      if (!work || work.activeJob !== null) return null;
+      const samples = [...work.samples]
+        .filter(([, s]) => s.state === 'pending')
+        .map(([i]) => i)
+        .sort((a, b) => a - b);
+      if (samples.length === 0) return null;
+      work.attempts++;
+      const jobId = `${taskId}#${model}#${work.attempts}`;
+      const job: Job = {
+        jobId,
+        taskId,
+        model,
+        attempt: work.attempts,
+        peerId,
+        samples,
+        leasedAt: now,
+        deadline,
+        open: new Set(samples),
+        active: true,
+      };
+      for (const sample of samples) setState(work, sample, { state: 'leased', jobId });
+      work.activeJob = jobId;
+      allJobs.set(jobId, job);
+      active.set(jobId, job);
+      return snapshot(job);
+    },
+    result(jobId, sample) {
+      const job = allJobs.get(jobId);
+      if (!job) return { status: 'unknown-job', jobDone: false, otherJobDone: null };
+      if (!job.samples.includes(sample)) return { status: 'not-in-job', jobDone: false, otherJobDone: null };
+      const work = works.get(workKey(job.taskId, job.model))!;
+      const state = work.samples.get(sample)!;
+      let status: ResultOutcome['status'];
+      if (state.state === 'done') status = 'duplicate';
+      else {
+        // Pending, leased (to this or a later job) or even exhausted: a real result counts once.
+        setState(work, sample, { state: 'done' });
+        status = 'accepted';
+      }
+      job.open.delete(sample);
+      const jobDone = job.active && closeIfDone(job);
+      // A result for a sample leased to another active job (this one's lease had ended) may finish that job.
+      let otherJobDone: string | null = null;
+      if (state.state === 'leased' && state.jobId !== jobId) {
+        const other = active.get(state.jobId);
+        if (other) {
+          other.open.delete(sample);
+          if (closeIfDone(other)) otherJobDone = other.jobId;
+        }
+      }
+      return { status, jobDone, otherJobDone };
+    },
+    release,
+    disconnect(peerId) {
+      const out: Released[] = [];
+      for (const job of [...active.values()])
+        if (job.peerId === peerId) out.push(release(job.jobId, 'disconnected')!);
+      return out;
+    },
+    expire(now) {
+      checkTime('now', now);
+      const out: Released[] = [];
+      for (const job of [...active.values()])
+        if (job.deadline <= now) out.push(release(job.jobId, 'deadline')!);
+      return out;
+    },
+    extend(jobId, deadline) {
+      checkTime('deadline', deadline);
+      const job = active.get(jobId);
+      if (!job) return false;
+      job.deadline = deadline;
+      return true;
+    },
+    job(jobId) {
+      const job = active.get(jobId);
+      return job ? snapshot(job) : undefined;
+    },
+    jobs() {
+      return [...active.values()].map(snapshot);
+    },
+    remaining(jobId) {
+      const job = active.get(jobId);
+      return job ? waitingOn(job) : [];
+    },
+    pending() {
+      const out: PendingWork[] = [];
+      for (const work of works.values()) {
+        if (work.activeJob !== null) continue;
+        const samples = [...work.samples]
+          .filter(([, s]) => s.state === 'pending')
+          .map(([i]) => i)
+          .sort((a, b) => a - b);
+        if (samples.length > 0)
+          out.push({ taskId: work.taskId, model: work.model, samples, attempts: work.attempts });
+      }
+      return out;
+    },
+    refusedBy(taskId, model) {
+      return [...(works.get(workKey(taskId, model))?.refusedBy ?? [])].sort();
+    },
+    outstanding() {
+      const map = new Map<string, { jobs: number; models: string[] }>();
+      for (const job of active.values()) {
+        let entry = map.get(job.peerId);
+        if (!entry) {
+          entry = { jobs: 0, models: [] };
+          map.set(job.peerId, entry);
+        }
+        entry.jobs++;
+        if (!entry.models.includes(job.model)) entry.models.push(job.model);
+      }
+      return map;
+    },
+    nextDeadline() {
+      let next: number | null = null;
+      for (const job of active.values()) if (next === null || job.deadline < next) next = job.deadline;
+      return next;
+    },
+    stats() {
+      return { ...counts, activeJobs: active.size };
+    },
+    get complete() {
+      return counts.pending === 0 && counts.leased === 0;
+    },
+  };
+}

@@ -1,0 +1,263 @@
+import { describe, expect, it } from 'vitest';
+import { createLeaseBook, type LeaseBook } from '../../placement/lease-book.ts';
+import { seededRandom } from '../../placement/seeded-random.ts';
+
+const K = [0, 1, 2, 3, 4, 5, 6, 7];
+
+function consistent(book: LeaseBook) {
+  const s = book.stats();
+  expect(s.pending + s.leased + s.done + s.exhausted).toBe(s.planned);
+  return s;
+}
+
+describe('lease book', () => {
+  it('rejects bad options and bad sample indices', () => {
+    expect(() => createLeaseBook({ maxAttempts: 0 })).toThrow(/maxAttempts/);
+    expect(() => createLeaseBook({ maxAttempts: 1.5 })).toThrow(/maxAttempts/);
+    const book = createLeaseBook();
+    expect(() => book.add('t', 'm', [-1])).toThrow(/sample index/);
+    expect(() => book.add('t', 'm', [0.5])).toThrow(/sample index/);
+    book.add('t', 'm', [0]);
+    expect(() => book.lease('t', 'm', 'a', Number.NaN, 10)).toThrow(/now/);
+  });
+
+  it('leases all k samples of a task as one job and completes it', () => {
+    const book = createLeaseBook();
+    expect(book.add('t1', 'm', K)).toBe(8);
+    expect(book.add('t1', 'm', [0, 1, 8])).toBe(1); // only the new index counts
+    expect(book.pending()).toEqual([{ taskId: 't1', model: 'm', samples: [...K, 8], attempts: 0 }]);
+    const lease = book.lease('t1', 'm', 'peerA', 100, 1100)!;
+    expect(lease).toMatchObject({
+      jobId: 't1#m#1',
+      attempt: 1,
+      peerId: 'peerA',
+      samples: [...K, 8],
+      deadline: 1100,
+    });
+    expect(book.lease('t1', 'm', 'peerB', 100, 1100)).toBeNull(); // one active job per (task, model)
+    expect(book.pending()).toEqual([]);
+    expect(book.outstanding()).toEqual(new Map([['peerA', { jobs: 1, models: ['m'] }]]));
+    expect(consistent(book)).toMatchObject({ planned: 9, leased: 9, activeJobs: 1 });
+    for (const s of [...K, 8].slice(0, -1))
+      expect(book.result(lease.jobId, s)).toEqual({ status: 'accepted', jobDone: false, otherJobDone: null });
+    expect(book.result(lease.jobId, 3).status).toBe('duplicate');
+    expect(book.remaining(lease.jobId)).toEqual([8]);
+    expect(book.result(lease.jobId, 8)).toEqual({ status: 'accepted', jobDone: true, otherJobDone: null });
+    expect(book.complete).toBe(true);
+    expect(book.jobs()).toEqual([]);
+    expect(book.outstanding().size).toBe(0);
+    expect(consistent(book)).toMatchObject({ done: 9, leased: 0, pending: 0 });
+  });
+
+  it('reports unknown jobs and samples the job was not asked for', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', [0, 1]);
+    const lease = book.lease('t', 'm', 'a', 0, 10)!;
+    expect(book.result('nope', 0).status).toBe('unknown-job');
+    expect(book.result(lease.jobId, 5).status).toBe('not-in-job');
+    expect(consistent(book).done).toBe(0);
+  });
+
+  it('on disconnect re-places only the unfinished samples', () => {
+    const book = createLeaseBook();
+    book.add('t1', 'm', K);
+    book.add('t2', 'm', K);
+    const j1 = book.lease('t1', 'm', 'a', 0, 1000)!;
+    const j2 = book.lease('t2', 'm', 'b', 0, 1000)!;
+    for (const s of [0, 1, 2]) book.result(j1.jobId, s);
+    const released = book.disconnect('a');
+    expect(released).toEqual([
+      {
+        jobId: j1.jobId,
+        taskId: 't1',
+        model: 'm',
+        peerId: 'a',
+        cause: 'disconnected',
+        samples: [3, 4, 5, 6, 7],
+        exhausted: [],
+      },
+    ]);
+    expect(book.disconnect('a')).toEqual([]);
+    expect(book.job(j2.jobId)).toBeDefined();
+    expect(book.pending()).toEqual([{ taskId: 't1', model: 'm', samples: [3, 4, 5, 6, 7], attempts: 1 }]);
+    const again = book.lease('t1', 'm', 'c', 10, 2000)!;
+    expect(again.jobId).toBe('t1#m#2');
+    expect(again.samples).toEqual([3, 4, 5, 6, 7]);
+    expect(consistent(book)).toMatchObject({ done: 3, leased: 13, pending: 0 });
+  });
+
+  it('re-places on refusal and remembers who refused or failed', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', K);
+    const j = book.lease('t', 'm', 'a', 0, 10)!;
+    expect(book.release(j.jobId, 'refused')?.samples).toEqual(K);
+    expect(book.release(j.jobId, 'refused')).toBeNull();
+    const j2 = book.lease('t', 'm', 'b', 0, 10)!;
+    book.release(j2.jobId, 'failed');
+    const j3 = book.lease('t', 'm', 'c', 0, 10)!;
+    book.release(j3.jobId, 'deadline');
+    expect(book.refusedBy('t', 'm')).toEqual(['a', 'b']);
+    expect(book.refusedBy('t', 'other')).toEqual([]);
+  });
+
+  it('expires jobs at their deadline, and extend moves a deadline', () => {
+    const book = createLeaseBook();
+    book.add('t1', 'm', [0, 1]);
+    book.add('t2', 'm', [0, 1]);
+    const j1 = book.lease('t1', 'm', 'a', 0, 100)!;
+    const j2 = book.lease('t2', 'm', 'b', 0, 200)!;
+    expect(book.nextDeadline()).toBe(100);
+    expect(book.expire(99)).toEqual([]);
+    expect(book.extend(j1.jobId, 300)).toBe(true);
+    expect(book.extend('nope', 300)).toBe(false);
+    expect(book.nextDeadline()).toBe(200);
+    const out = book.expire(200);
+    expect(out.map((r) => [r.jobId, r.cause, r.samples])).toEqual([[j2.jobId, 'deadline', [0, 1]]]);
+    expect(book.expire(300).map((r) => r.jobId)).toEqual([j1.jobId]);
+    expect(book.nextDeadline()).toBeNull();
+  });
+
+  it('counts a late result from an ended lease once, and the re-placed job then skips it', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', [0, 1, 2]);
+    const j1 = book.lease('t', 'm', 'a', 0, 100)!;
+    book.result(j1.jobId, 0);
+    book.expire(100);
+    const j2 = book.lease('t', 'm', 'b', 100, 200)!;
+    expect(j2.samples).toEqual([1, 2]);
+    // The slow node delivers sample 1 after all: valid work, counted once.
+    expect(book.result(j1.jobId, 1)).toEqual({ status: 'accepted', jobDone: false, otherJobDone: null });
+    expect(book.remaining(j2.jobId)).toEqual([2]);
+    expect(book.result(j2.jobId, 1).status).toBe('duplicate');
+    // The late node also delivers sample 2, which finishes j2.
+    expect(book.result(j1.jobId, 2)).toEqual({ status: 'accepted', jobDone: false, otherJobDone: j2.jobId });
+    expect(book.complete).toBe(true);
+    expect(consistent(book).done).toBe(3);
+  });
+
+  it('accepts a late result for pending work, so it is not placed again', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', [0, 1]);
+    const j1 = book.lease('t', 'm', 'a', 0, 100)!;
+    book.disconnect('a');
+    expect(book.result(j1.jobId, 0).status).toBe('accepted');
+    expect(book.pending()).toEqual([{ taskId: 't', model: 'm', samples: [1], attempts: 1 }]);
+  });
+
+  it('gives up a (task, model) after maxAttempts placements', () => {
+    const book = createLeaseBook({ maxAttempts: 2 });
+    book.add('t', 'm', [0, 1, 2]);
+    const j1 = book.lease('t', 'm', 'a', 0, 10)!;
+    book.result(j1.jobId, 0);
+    expect(book.release(j1.jobId, 'failed')).toMatchObject({ samples: [1, 2], exhausted: [] });
+    const j2 = book.lease('t', 'm', 'b', 0, 10)!;
+    expect(book.release(j2.jobId, 'failed')).toMatchObject({ samples: [], exhausted: [1, 2] });
+    expect(book.pending()).toEqual([]);
+    expect(book.lease('t', 'm', 'c', 0, 10)).toBeNull();
+    expect(book.complete).toBe(true);
+    expect(consistent(book)).toMatchObject({ done: 1, exhausted: 2 });
+    // A result that turns up afterwards still counts, once.
+    expect(book.result(j2.jobId, 1).status).toBe('accepted');
+    expect(consistent(book)).toMatchObject({ done: 2, exhausted: 1 });
+  });
+
+  it('resumes after a restart with only the unfinished samples and fresh job ids', () => {
+    const book = createLeaseBook({ maxAttempts: 3 });
+    expect(() => book.add('t', 'm', [0], -1)).toThrow(/previousAttempts/);
+    expect(book.add('t', 'm', [5, 6, 7], 2)).toBe(3);
+    expect(book.pending()).toEqual([{ taskId: 't', model: 'm', samples: [5, 6, 7], attempts: 2 }]);
+    const j = book.lease('t', 'm', 'a', 0, 10)!;
+    expect(j.jobId).toBe('t#m#3');
+    // This was the last attempt allowed.
+    expect(book.release(j.jobId, 'disconnected')).toMatchObject({ samples: [], exhausted: [5, 6, 7] });
+  });
+
+  it('keeps models of one task apart', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm1', [0, 1]);
+    book.add('t', 'm2', [0, 1]);
+    const a = book.lease('t', 'm1', 'a', 0, 10)!;
+    const b = book.lease('t', 'm2', 'a', 0, 10)!;
+    expect(a.jobId).not.toBe(b.jobId);
+    expect(book.outstanding().get('a')).toEqual({ jobs: 2, models: ['m1', 'm2'] });
+    expect(book.result(a.jobId, 0).status).toBe('accepted');
+    expect(book.result(b.jobId, 0).status).toBe('accepted');
+  });
+
+  it('waits for an active job before leasing samples added meanwhile', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', [0]);
+    const j = book.lease('t', 'm', 'a', 0, 10)!;
+    book.add('t', 'm', [1]);
+    expect(book.pending()).toEqual([]);
+    book.result(j.jobId, 0);
+    expect(book.pending()).toEqual([{ taskId: 't', model: 'm', samples: [1], attempts: 1 }]);
+  });
+
+  it('never loses or duplicates a sample under random disconnects, refusals, deadlines and late results', () => {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const rand = seededRandom(seed);
+      const book = createLeaseBook({ maxAttempts: 1000 });
+      const peers = ['a', 'b', 'c', 'd'];
+      const tasks = Array.from({ length: 30 }, (_, i) => `t${i}`);
+      for (const t of tasks) book.add(t, 'm', K);
+      const accepted = new Set<string>();
+      const everLeased: string[] = [];
+      let now = 0;
+      for (let step = 0; step < 20_000 && !book.complete; step++) {
+        now += 1;
+        const r = rand();
+        const pending = book.pending();
+        if (r < 0.25 && pending.length > 0) {
+          const w = pending[Math.floor(rand() * pending.length)]!;
+          const lease = book.lease(
+            w.taskId,
+            w.model,
+            peers[Math.floor(rand() * peers.length)]!,
+            now,
+            now + 50,
+          )!;
+          expect(lease.samples).toEqual(w.samples);
+          everLeased.push(lease.jobId);
+        } else if (r < 0.85 && everLeased.length > 0) {
+          // A result from any job ever leased: mostly active ones, sometimes late ones.
+          const active = book.jobs();
+          const jobId =
+            active.length > 0 && rand() < 0.9
+              ? active[Math.floor(rand() * active.length)]!.jobId
+              : everLeased[Math.floor(rand() * everLeased.length)]!;
+          const job = book.job(jobId);
+          const samples = job ? book.remaining(jobId) : K;
+          const sample = samples[Math.floor(rand() * samples.length)];
+          if (sample === undefined) continue;
+          const taskId = jobId.split('#')[0]!;
+          const out = book.result(jobId, sample);
+          const id = `${taskId}/${sample}`;
+          if (out.status === 'accepted') {
+            expect(accepted.has(id)).toBe(false);
+            accepted.add(id);
+          } else if (out.status === 'duplicate') expect(accepted.has(id)).toBe(true);
+        } else if (r < 0.9) book.disconnect(peers[Math.floor(rand() * peers.length)]!);
+        else if (r < 0.95) {
+          const active = book.jobs();
+          if (active.length > 0) book.release(active[Math.floor(rand() * active.length)]!.jobId, 'refused');
+        } else book.expire(now);
+        const s = consistent(book);
+        expect(s.done).toBe(accepted.size);
+        // A sample is leased to at most one active job, and every active job's remaining samples are leased.
+        const seen = new Set<string>();
+        for (const job of book.jobs()) {
+          for (const sample of book.remaining(job.jobId)) {
+            const id = `${job.taskId}/${sample}`;
+            expect(seen.has(id)).toBe(false);
+            expect(accepted.has(id)).toBe(false);
+            seen.add(id);
+          }
+        }
+        expect(seen.size).toBe(s.leased);
+      }
+      expect(book.complete).toBe(true);
+      expect(accepted.size).toBe(tasks.length * K.length);
+    }
+  });
+});
