@@ -14,7 +14,7 @@ export interface GetJsonOptions {
 /** What a GET returned: a 2xx JSON body with its headers, or `absent` for 404/405/501 and non-JSON pages. */
 export type JsonResponse =
   | { found: true; body: unknown; headers: Headers }
-  | { found: false; status: number };
+  | { found: false; status: number; notJson?: boolean };
 
 /** Joins a server base URL and a path without doubling slashes. */
 export function endpoint(base: string, path: string): string {
@@ -51,7 +51,7 @@ export async function getJson(base: string, path: string, options: GetJsonOption
   try {
     return { found: true, body: JSON.parse(text), headers: res.headers };
   } catch {
-    return { found: false, status: res.status };
+    return { found: false, status: res.status, notJson: true };
   }
 }
 

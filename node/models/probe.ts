@@ -139,7 +139,9 @@ export async function probeServer(rawUrl: string, options: ProbeOptions = {}): P
   if (!models.found)
     throw new ModelServerError(
       url,
-      `GET /v1/models: HTTP ${models.status} (not an OpenAI-compatible server?)`,
+      models.notJson
+        ? 'GET /v1/models: response is not JSON (not an OpenAI-compatible server?)'
+        : `GET /v1/models: HTTP ${models.status} (not an OpenAI-compatible server?)`,
     );
   const list = parseBody(ModelList, models.body, url, '/v1/models');
 
