@@ -574,8 +574,9 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
           settle(Array.from({ length: req.k }, (_, i) => i));
           out.close(err);
           return;
+        } finally {
+          out.close();
         }
-        out.close();
       })();
       return { [Symbol.asyncIterator]: () => out.drain() };
     },
