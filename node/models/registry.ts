@@ -54,8 +54,14 @@ export interface ModelServerRegistry extends EventTarget {
   servers(): ProbedServer[];
   /** Models of the live servers, for the advert. */
   models(): AdvertModel[];
+  /** Calls `cb` on every change; returns the unsubscribe function (node/daemon.ts ModelSource). */
+  onChange(cb: (states: ServerState[]) => void): () => void;
+  /** Resolves once the first round of probes has finished. */
+  readonly ready: Promise<void>;
   /** Stops re-probing. */
   stop(): void;
+  /** Stops re-probing (node/daemon.ts ModelSource). */
+  close(): Promise<void>;
 }
 
 /** Probes every URL in `candidates` and returns the ones that answer; never throws for a server that is down. */
@@ -162,7 +168,8 @@ export function createModelServerRegistry(options: ModelServerRegistryOptions = 
     }, options.intervalMs ?? 10_000);
     timer.unref();
   };
-  refresh().then(schedule, schedule);
+  const ready = refresh();
+  ready.then(schedule, schedule);
   signal.addEventListener('abort', () => {
     if (timer) clearTimeout(timer);
   });
@@ -172,6 +179,16 @@ export function createModelServerRegistry(options: ModelServerRegistryOptions = 
     states: () => [...states.values()],
     servers: () => [...states.values()].flatMap((s) => (s.server ? [s.server] : [])),
     models: () => [...states.values()].flatMap((s) => s.server?.models ?? []),
+    onChange(cb: (states: ServerState[]) => void) {
+      const listener = (e: Event) => cb((e as CustomEvent<ServerState[]>).detail);
+      target.addEventListener('change', listener);
+      return () => target.removeEventListener('change', listener);
+    },
+    ready,
     stop: () => stopper.abort(),
+    close: async () => {
+      stopper.abort();
+      await running;
+    },
   });
 }
