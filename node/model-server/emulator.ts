@@ -189,6 +189,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
   const tasks = await loadScriptedTasks(options.tasks ?? []);
   const cache = createPromptCache(Math.max(0, options.cachePrompts ?? 4));
   const slots = createSemaphore(Math.max(1, concurrency));
+  const engine = createSemaphore(1);
   let faults = parseWith(Faults, options.faults ?? {}, 'emulator faults');
   let faultRng = rng(faults.seed);
   let stats = emptyStats();
@@ -413,7 +414,18 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
       const cached = hit ? Math.max(0, promptTokens - 1) : 0;
       const evaluated = promptTokens - cached;
       const prefillMs = (evaluated / prefillTps) * 1000 * timeScale * slow;
-      await sleep(prefillMs, gone.signal);
+      if (prefillMs > 0) {
+        // Prompt evaluation is compute-bound: concurrent prefills share one engine, one after another.
+        let done: (() => void) | null = null;
+        try {
+          done = await engine.acquire(gone.signal);
+          await sleep(prefillMs, gone.signal);
+        } catch {
+          return;
+        } finally {
+          done?.();
+        }
+      }
       if (gone.signal.aborted) return;
       cache.add(promptKey);
       if (emulate === 'ollama') loaded.set(body.model, Date.now());
