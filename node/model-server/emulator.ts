@@ -120,6 +120,26 @@ const ChatRequest = z.looseObject({
 });
 type ChatRequest = z.infer<typeof ChatRequest>;
 
+/** Ollama's native POST /api/chat request (the fields the emulator uses). */
+const OllamaChatRequest = z.looseObject({
+  model: z.string().min(1),
+  messages: z
+    .array(z.looseObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string() }))
+    .min(1),
+  stream: z.boolean().optional(),
+  options: z
+    .looseObject({
+      seed: z.number().int().optional(),
+      temperature: z.number().min(0).optional(),
+      top_p: z.number().min(0).max(1).optional(),
+      num_predict: z.number().int().optional(),
+    })
+    .optional(),
+});
+
+/** Which API a chat request came through: OpenAI-compatible /v1, or Ollama's native /api/chat. */
+type ChatApi = 'openai' | 'ollama-native';
+
 const DEFAULT_MAX_TOKENS = 8192;
 const MAX_BODY = 16 * 1024 * 1024;
 const VERSIONS: Record<EmulateKind, string> = {
@@ -331,12 +351,16 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
     notFound(res);
   };
 
-  const handleChat = async (req: IncomingMessage, res: ServerResponse) => {
+  const handleChat = async (req: IncomingMessage, res: ServerResponse, api: ChatApi) => {
+    const fail = (status: number, message: string, type?: string) =>
+      api === 'ollama-native'
+        ? sendJson(res, status, { error: message })
+        : sendError(res, status, message, type);
     let raw: string;
     try {
       raw = await readBody(req);
     } catch (err) {
-      return sendError(res, 413, (err as Error).message);
+      return fail(413, (err as Error).message);
     }
     let body: ChatRequest;
     try {
@@ -346,12 +370,24 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
       } catch (err) {
         throw new ParseError('request body', [{ path: '', message: `not JSON (${(err as Error).message})` }]);
       }
-      body = parseWith(ChatRequest, json, 'request body');
+      if (api === 'ollama-native') {
+        const native = parseWith(OllamaChatRequest, json, 'request body');
+        const o = native.options ?? {};
+        body = {
+          model: native.model,
+          messages: native.messages,
+          stream: native.stream ?? true, // Ollama streams unless told otherwise
+          ...(o.seed !== undefined ? { seed: o.seed } : {}),
+          ...(o.num_predict !== undefined && o.num_predict > 0 ? { max_tokens: o.num_predict } : {}),
+        };
+      } else {
+        body = parseWith(ChatRequest, json, 'request body');
+      }
     } catch (err) {
-      return sendError(res, 400, (err as Error).message);
+      return fail(400, (err as Error).message);
     }
     if (!models.includes(body.model))
-      return sendError(res, 404, `model "${body.model}" not found, try pulling it first`, 'not_found_error');
+      return fail(404, `model "${body.model}" not found, try pulling it first`, 'not_found_error');
     stats.requests++;
 
     // Faults, drawn in a fixed order from the seeded sequence.
@@ -368,12 +404,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
     }
     if (x < faults.dropRate + faults.hangRate + faults.errorRate) {
       stats.faults.error++;
-      return sendError(
-        res,
-        500,
-        'emulated server error (vtnode model-server fault injection)',
-        'server_error',
-      );
+      return fail(500, 'emulated server error (vtnode model-server fault injection)', 'server_error');
     }
     if (x < faults.dropRate + faults.hangRate + faults.errorRate + faults.slowRate) {
       stats.faults.slow++;
@@ -388,7 +419,8 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
     const promptKey = fingerprint(messages);
     const promptTokens = messages.reduce((n, m) => n + estimateTokens(m.content) + 4, 0);
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS;
-    const n = body.n ?? 1;
+    const n = api === 'ollama-native' ? 1 : (body.n ?? 1);
+    const startedAt = performance.now();
     const baseSeed = body.seed ?? 0x5eed0000 + autoSeed++;
     const streaming = body.stream === true;
     const id = `chatcmpl-${randomUUID().replaceAll('-', '').slice(0, 24)}`;
@@ -396,7 +428,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
 
     if (streaming) {
       res.writeHead(200, {
-        'content-type': 'text/event-stream',
+        'content-type': api === 'ollama-native' ? 'application/x-ndjson' : 'text/event-stream',
         'cache-control': 'no-cache',
         connection: 'keep-alive',
       });
@@ -469,12 +501,31 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
             }
           : undefined;
       const fingerprintField = emulate === 'ollama' ? 'fp_ollama' : VERSIONS[emulate];
+      // Ollama's native metrics: durations in nanoseconds; prompt_eval_count includes cached tokens.
+      const nativeLine = (content: string, done: boolean) => ({
+        model: body.model,
+        created_at: new Date().toISOString(),
+        message: { role: 'assistant', content },
+        done,
+        ...(done
+          ? {
+              done_reason: choices[0]!.finish,
+              total_duration: Math.round((performance.now() - startedAt) * 1e6),
+              load_duration: 0,
+              prompt_eval_count: promptTokens,
+              prompt_eval_duration: Math.round(prefillMs * 1e6),
+              eval_count: choices[0]!.tokens,
+              eval_duration: Math.round(decodeMs * 1e6),
+            }
+          : {}),
+      });
 
       if (!streaming) {
         await sleep(decodeMs, gone.signal);
         if (gone.signal.aborted) return;
         stats.completionTokens += completionTokens;
         stats.completed++;
+        if (api === 'ollama-native') return sendJson(res, 200, nativeLine(choices[0]!.text, true));
         return sendJson(res, 200, {
           id,
           object: 'chat.completion',
@@ -497,6 +548,20 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
           `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: fingerprintField, ...payload })}\n\n`,
         );
       const pieces = 16;
+      if (api === 'ollama-native') {
+        const text = choices[0]!.text;
+        const size = Math.ceil(text.length / pieces);
+        for (let p = 0; p < pieces; p++) {
+          await sleep(decodeMs / pieces, gone.signal);
+          if (gone.signal.aborted) return;
+          const part = text.slice(p * size, (p + 1) * size);
+          if (part) res.write(`${JSON.stringify(nativeLine(part, false))}\n`);
+        }
+        res.end(`${JSON.stringify(nativeLine('', true))}\n`);
+        stats.completionTokens += completionTokens;
+        stats.completed++;
+        return;
+      }
       for (const [index] of choices.entries())
         chunk({ choices: [{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
       for (let p = 0; p < pieces; p++) {
@@ -527,7 +592,9 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (req.method === 'GET') return handleGet(path, res);
     if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions'))
-      return handleChat(req, res);
+      return handleChat(req, res, 'openai');
+    if (req.method === 'POST' && path === '/api/chat' && emulate === 'ollama')
+      return handleChat(req, res, 'ollama-native');
     if (req.method === 'POST' && path === `${EMULATOR_PATH}/faults`) {
       try {
         const next = parseWith(Faults, JSON.parse(await readBody(req)), 'faults');
