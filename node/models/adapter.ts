@@ -496,6 +496,8 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     generate(req) {
       if (!Number.isInteger(req.k) || req.k < 1)
         throw new RangeError(`k must be a positive integer, got ${req.k}`);
+      if (!Number.isInteger(req.sampling.maxTokens) || req.sampling.maxTokens < 1)
+        throw new RangeError(`sampling.maxTokens must be a positive integer, got ${req.sampling.maxTokens}`);
       if (req.seeds && req.seeds.length !== req.k)
         throw new RangeError(`seeds has ${req.seeds.length} entries, expected k = ${req.k}`);
       if (reserved + req.k > maxQueued) throw new QueueFullError(url, req.k, reserved, maxQueued);
