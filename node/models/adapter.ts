@@ -347,15 +347,25 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
         if (chunk.timings) timings = chunk.timings;
       }
       const ended = performance.now();
+      // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
+      if (req.signal?.aborted) throw new AbortedError();
+      if (timer.signal.aborted)
+        throw new ModelServerError(
+          url,
+          `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`,
+          {
+            retryable: true,
+          },
+        );
+      if (finishReason === null)
+        throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended before a finish_reason (cut off?)`, {
+          retryable: true,
+        });
       if (usage === null)
         throw new ModelServerError(
           url,
           `POST ${CHAT_PATH}: stream ended without usage (stream_options.include_usage ignored?)`,
         );
-      if (finishReason === null)
-        throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended without finish_reason`, {
-          retryable: true,
-        });
       return {
         answers: [{ text, finishReason, choice: 0 }],
         usage,

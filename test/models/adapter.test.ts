@@ -247,6 +247,24 @@ describe('model adapter against the emulator', () => {
     expect(slowAdapter.load().queued).toBe(0);
   });
 
+  it('times out a streamed answer that stalls after its headers (the timeout covers the whole body)', async () => {
+    const e = await emulator({
+      emulate: 'ollama',
+      timeScale: 1,
+      decodeTps: 50,
+      faults: { slowRate: 1, slowFactor: 100 },
+    });
+    const adapter = await adapterFor(e, { requestTimeoutMs: 300, retries: 0 });
+    const t0 = Date.now();
+    const [o] = await collect(adapter.generate(job(fixture.tasks[0]!, 1)));
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(o!.ok).toBe(false);
+    if (!o!.ok) {
+      expect(o!.retryable).toBe(true);
+      expect(o!.error.message).toMatch(/no complete answer within 300 ms/);
+    }
+  });
+
   it('reports dropped connections as retryable connection failures', async () => {
     const e = await emulator({ emulate: 'mlx', faults: { dropRate: 1 } });
     const adapter = await adapterFor(e, { retries: 1 });
