@@ -36,6 +36,8 @@ export interface ModelServerRegistryOptions {
   timeoutMs?: number;
   /** Stops re-probing when aborted. */
   signal?: AbortSignal;
+  /** Concurrency per server URL where the server cannot say (e.g. Ollama started with OLLAMA_NUM_PARALLEL=4). */
+  concurrency?: Record<string, number>;
   /** fetch implementation (tests). */
   fetch?: typeof fetch;
 }
@@ -113,6 +115,13 @@ export function createModelServerRegistry(options: ModelServerRegistryOptions = 
   const states = new Map<string, ServerState>();
   for (const url of configured)
     states.set(url, { url, configured: true, server: null, error: 'not probed yet', probedAt: 0 });
+  const overrides = new Map(
+    Object.entries(options.concurrency ?? {}).map(([u, n]) => {
+      if (!Number.isInteger(n) || n < 1)
+        throw new RangeError(`concurrency for ${u} must be a positive integer, got ${n}`);
+      return [normaliseServerUrl(u), n] as const;
+    }),
+  );
   const target = new EventTarget();
   const stopper = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stopper.signal]) : stopper.signal;
@@ -126,6 +135,7 @@ export function createModelServerRegistry(options: ModelServerRegistryOptions = 
       const server = await probeServer(url, {
         timeoutMs: options.timeoutMs ?? 3000,
         signal,
+        ...(overrides.has(url) ? { concurrency: overrides.get(url)! } : {}),
         ...(options.fetch ? { fetch: options.fetch } : {}),
       });
       if (!prev?.server) log('%s is up (%s, %d models)', url, server.kind, server.models.length);

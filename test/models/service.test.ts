@@ -38,7 +38,11 @@ describe('model service', () => {
   it('routes each model to a live server that serves it, shares one warm set, sums load', async () => {
     const a = await emulator('llama-server', ['coder-a'], 2);
     const b = await emulator('mlx', ['coder-b'], 1);
-    const service: ModelService = createModelService({ urls: [a.url, b.url], intervalMs: 60_000 });
+    const service: ModelService = createModelService({
+      urls: [a.url, b.url],
+      intervalMs: 60_000,
+      concurrency: { [`${b.url}/v1`]: 1 },
+    });
     cleanups.push(() => service.close());
     await service.registry.ready;
     expect(
@@ -75,6 +79,18 @@ describe('model service', () => {
     }
     expect(err).toBeInstanceOf(ModelServerError);
     expect((err as Error).message).toMatch(/no live server serves model "nope" \(served: coder-a, coder-b\)/);
+  });
+
+  it('applies a concurrency override where the server cannot say', async () => {
+    const a = await emulator('mlx', ['coder-a'], 1);
+    const service = createModelService({ urls: [a.url], concurrency: { [a.url]: 6 }, intervalMs: 60_000 });
+    cleanups.push(() => service.close());
+    await service.registry.ready;
+    expect(service.models()[0]!.concurrency).toBe(6);
+    expect(service.load().capacity).toBe(6);
+    expect(() => createModelService({ urls: [a.url], concurrency: { [a.url]: 0 } })).toThrow(
+      /positive integer/,
+    );
   });
 
   it('tells its subscribers when a server goes away', async () => {
