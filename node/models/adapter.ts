@@ -1,0 +1,596 @@
+import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { z } from 'zod';
+import { fingerprint } from '../../protocol/canonical.ts';
+import { type ExtractResult, extractCodeBlock } from '../../protocol/extract.ts';
+import { ParseError, parseWith } from '../../protocol/parse.ts';
+import type { ChatMessage } from '../../protocol/task.ts';
+import { logger } from '../logger.ts';
+import { AbortedError, ModelServerError, QueueFullError } from './errors.ts';
+import { describeFetchError } from './http.ts';
+import type { ServerBehaviour } from './probe.ts';
+import { createSemaphore } from './semaphore.ts';
+import { classifyWarm, type WarmObservation, type WarmSet } from './warm.ts';
+
+const log = logger('vtnode:models:adapter');
+
+/** Sampling parameters of one job. */
+export interface Sampling {
+  /** Sampling temperature (server default when absent). */
+  temperature?: number;
+  /** Nucleus sampling (server default when absent). */
+  topP?: number;
+  /** Output cap in tokens; an answer that hits it is truncated (finish_reason "length"). */
+  maxTokens: number;
+}
+
+/** k samples of one prompt. */
+export interface GenerateRequest {
+  /** Model id as the server lists it. */
+  model: string;
+  /** The prompt. */
+  messages: ChatMessage[];
+  /** Samples wanted. */
+  k: number;
+  sampling: Sampling;
+  /** One seed per sample (length k); default `seedBase + index`. */
+  seeds?: number[];
+  /** First seed when `seeds` is absent (default 0). */
+  seedBase?: number;
+  /** fingerprint(messages), computed when absent. */
+  promptFingerprint?: string;
+  /** Stops the job: queued requests are dropped, running ones cancelled. */
+  signal?: AbortSignal;
+}
+
+/** Token counts of one sample. */
+export interface SampleUsage {
+  promptTokens: number;
+  completionTokens: number;
+  /** usage.prompt_tokens_details.cached_tokens (or llama-server timings.cache_n), null when not reported. */
+  cachedTokens: number | null;
+}
+
+/** One generated sample. */
+export interface Sample {
+  /** Sample index within the job, 0..k-1. */
+  index: number;
+  /** Seed sent with the request. With n=k batching, the batch's seed (see `choice`). */
+  seed: number;
+  /** Choice index within its request (0 unless n=k batching was used). */
+  choice: number;
+  model: string;
+  /** Base URL of the server. */
+  server: string;
+  /** The raw answer. */
+  text: string;
+  /** The answer's one code block, or the flag that makes its reward 0. */
+  extract: ExtractResult;
+  finishReason: string;
+  /** finish_reason was "length": the answer was cut at max_tokens. Reward 0. */
+  truncated: boolean;
+  usage: SampleUsage;
+  /** What the response showed about the prompt cache. */
+  warm: WarmObservation;
+  /** Request start to last byte, ms (includes waiting for the server's prefill). */
+  latencyMs: number;
+  /** Time to first token, ms (streamed requests only). */
+  ttftMs: number | null;
+  /** Decode speed when the server's timings or streaming show it, else completion tokens ÷ latency. */
+  tokensPerSecond: number;
+  /** Requests it took (1 + retries). */
+  attempts: number;
+}
+
+/** A sample that could not be generated. */
+export interface SampleFailure {
+  index: number;
+  seed: number;
+  error: Error;
+  /** True when the failure is the server's (retryable elsewhere or later), false for bad requests. */
+  retryable: boolean;
+  attempts: number;
+}
+
+export type SampleOutcome = ({ ok: true } & Sample) | ({ ok: false } & SampleFailure);
+
+export interface ModelAdapterOptions {
+  /** Base URL of the server (no /v1). */
+  url: string;
+  /** The API the server speaks (from probing). */
+  behaviour: ServerBehaviour;
+  /** Requests sent at once (the server's concurrency). */
+  concurrency: number;
+  /** Requests accepted (queued + running) before new jobs are refused with QueueFullError. */
+  maxQueued?: number;
+  /** Milliseconds one request may take, response body included. */
+  requestTimeoutMs?: number;
+  /** Extra attempts after a connection error, timeout or 5xx. */
+  retries?: number;
+  /** First backoff, ms; doubles per retry, with jitter. */
+  backoffMs?: number;
+  /** Use the n parameter for the fan-out (off by default; llama-server supports it since late 2025, vLLM always). */
+  useN?: boolean;
+  /** Stream responses (time to first token). Default: true where the server reports no cached-token count. */
+  stream?: boolean;
+  /** The node's warm set, updated from every response. */
+  warm?: WarmSet;
+  /** Bearer token, when the server wants one. */
+  apiKey?: string;
+  /** fetch implementation (tests). */
+  fetch?: typeof fetch;
+}
+
+export interface ModelAdapter {
+  /** Base URL of the server. */
+  readonly url: string;
+  /**
+   * Generates k samples: the first request alone (it warms the prompt cache), then the other k-1 up to
+   * the server's concurrency (or one n=k-1 request). Outcomes are yielded as soon as each is ready.
+   * Throws QueueFullError at once when the server's queue cannot take k more requests.
+   */
+  generate(request: GenerateRequest): AsyncIterable<SampleOutcome>;
+  /** Requests queued (accepted, waiting), running, and the server's concurrency. */
+  load(): { queued: number; running: number; capacity: number };
+}
+
+/** Kinds that count cached prompt tokens in usage (or timings): no need to stream for timing. */
+const COUNTS_CACHED: Record<ServerBehaviour, boolean> = {
+  'llama-server': true,
+  mlx: true,
+  vllm: true,
+  ollama: false,
+  'lm-studio': false,
+  openai: false,
+};
+
+const Usage = z.looseObject({
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  prompt_tokens_details: z
+    .looseObject({ cached_tokens: z.number().int().min(0).nullable().optional() })
+    .nullable()
+    .optional(),
+});
+const Timings = z.looseObject({
+  cache_n: z.number().int().min(0).optional(),
+  prompt_n: z.number().int().min(0).optional(),
+  predicted_per_second: z.number().min(0).optional(),
+});
+const Completion = z.looseObject({
+  choices: z
+    .array(
+      z.looseObject({
+        index: z.number().int().min(0),
+        message: z.looseObject({ content: z.string().nullable().optional() }),
+        finish_reason: z.string().nullable(),
+      }),
+    )
+    .min(1),
+  usage: Usage,
+  timings: Timings.optional(),
+});
+const Chunk = z.looseObject({
+  choices: z.array(
+    z.looseObject({
+      index: z.number().int().min(0),
+      delta: z.looseObject({ content: z.string().nullable().optional() }).optional(),
+      finish_reason: z.string().nullable().optional(),
+    }),
+  ),
+  usage: Usage.nullable().optional(),
+  timings: Timings.optional(),
+});
+
+/** One choice of one answered request, before it becomes a Sample. */
+interface Answer {
+  text: string;
+  finishReason: string;
+  choice: number;
+}
+interface Response {
+  answers: Answer[];
+  usage: z.infer<typeof Usage>;
+  timings: z.infer<typeof Timings> | null;
+  latencyMs: number;
+  ttftMs: number | null;
+  decodeMs: number | null;
+}
+
+const CHAT_PATH = '/v1/chat/completions';
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortedError());
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(new AbortedError());
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** A push-based async iterator: producers push outcomes, the consumer awaits them in arrival order. */
+function channel<T>() {
+  const items: T[] = [];
+  let wake: (() => void) | null = null;
+  let closed = false;
+  let failure: unknown = null;
+  return {
+    push(item: T) {
+      items.push(item);
+      wake?.();
+    },
+    close(err?: unknown) {
+      closed = true;
+      if (err !== undefined) failure = err;
+      wake?.();
+    },
+    async *drain(): AsyncGenerator<T> {
+      while (true) {
+        if (items.length > 0) {
+          yield items.shift()!;
+          continue;
+        }
+        if (failure !== null) throw failure;
+        if (closed) return;
+        await new Promise<void>((r) => {
+          wake = r;
+        });
+        wake = null;
+      }
+    },
+  };
+}
+
+/**
+ * An adapter for one OpenAI-compatible server, built on the `openai` client: k samples per prompt with
+ * warm-then-fan-out, per-sample usage/timing/warmth, bounded queue, retries with backoff on
+ * connection errors, timeouts and 5xx. Server errors become failed outcomes, never exceptions that
+ * escape (only QueueFullError at admission and AbortedError when the caller aborts).
+ */
+export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
+  const url = options.url.replace(/\/+$/, '');
+  const concurrency = Math.max(1, options.concurrency);
+  const maxQueued = options.maxQueued ?? 64;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 600_000;
+  const retries = options.retries ?? 2;
+  const backoffMs = options.backoffMs ?? 500;
+  const stream = options.stream ?? !COUNTS_CACHED[options.behaviour];
+  const slots = createSemaphore(concurrency);
+  const coldRates = new Map<string, number>(); // model -> slowest prefill rate seen (tokens per ms)
+  let reserved = 0;
+  const client = new OpenAI({
+    baseURL: `${url}/v1`,
+    apiKey: options.apiKey ?? 'sk-no-key-required',
+    maxRetries: 0,
+    timeout: requestTimeoutMs + 5_000,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+
+  const wrapParse = (err: unknown): never => {
+    if (err instanceof ParseError)
+      throw new ModelServerError(
+        url,
+        `POST ${CHAT_PATH}: bad response: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
+        { cause: err },
+      );
+    throw err;
+  };
+
+  /** One HTTP request, no retries. Throws ModelServerError (retryable or not) or AbortedError. */
+  const requestOnce = async (req: GenerateRequest, seed: number, n: number): Promise<Response> => {
+    const timer = new AbortController();
+    const timeout = setTimeout(() => timer.abort(), requestTimeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, timer.signal]) : timer.signal;
+    const body = {
+      model: req.model,
+      messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
+      max_tokens: req.sampling.maxTokens,
+      seed,
+      ...(req.sampling.temperature !== undefined ? { temperature: req.sampling.temperature } : {}),
+      ...(req.sampling.topP !== undefined ? { top_p: req.sampling.topP } : {}),
+      ...(n > 1 ? { n } : {}),
+    };
+    const started = performance.now();
+    try {
+      if (!stream || n > 1) {
+        const raw: unknown = await client.chat.completions.create({ ...body, stream: false }, { signal });
+        const latencyMs = performance.now() - started;
+        let parsed: z.infer<typeof Completion>;
+        try {
+          parsed = parseWith(Completion, raw, `${url}${CHAT_PATH}`);
+        } catch (err) {
+          return wrapParse(err);
+        }
+        return {
+          answers: parsed.choices.map((c) => ({
+            text: c.message.content ?? '',
+            finishReason: c.finish_reason ?? 'unknown',
+            choice: c.index,
+          })),
+          usage: parsed.usage,
+          timings: parsed.timings ?? null,
+          latencyMs,
+          ttftMs: null,
+          decodeMs: null,
+        };
+      }
+      const chunks = await client.chat.completions.create(
+        { ...body, stream: true, stream_options: { include_usage: true } },
+        { signal },
+      );
+      let text = '';
+      let finishReason: string | null = null;
+      let usage: z.infer<typeof Usage> | null = null;
+      let timings: z.infer<typeof Timings> | null = null;
+      let firstAt: number | null = null;
+      for await (const rawChunk of chunks) {
+        let chunk: z.infer<typeof Chunk>;
+        try {
+          chunk = parseWith(Chunk, rawChunk, `${url}${CHAT_PATH} (stream chunk)`);
+        } catch (err) {
+          return wrapParse(err);
+        }
+        for (const c of chunk.choices) {
+          const piece = c.delta?.content;
+          if (piece) {
+            firstAt ??= performance.now();
+            text += piece;
+          }
+          if (c.finish_reason) finishReason = c.finish_reason;
+        }
+        if (chunk.usage) usage = chunk.usage;
+        if (chunk.timings) timings = chunk.timings;
+      }
+      const ended = performance.now();
+      // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
+      if (req.signal?.aborted) throw new AbortedError();
+      if (timer.signal.aborted)
+        throw new ModelServerError(
+          url,
+          `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`,
+          {
+            retryable: true,
+          },
+        );
+      if (finishReason === null)
+        throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended before a finish_reason (cut off?)`, {
+          retryable: true,
+        });
+      if (usage === null)
+        throw new ModelServerError(
+          url,
+          `POST ${CHAT_PATH}: stream ended without usage (stream_options.include_usage ignored?)`,
+        );
+      return {
+        answers: [{ text, finishReason, choice: 0 }],
+        usage,
+        timings,
+        latencyMs: ended - started,
+        ttftMs: firstAt === null ? null : firstAt - started,
+        decodeMs: firstAt === null ? null : ended - firstAt,
+      };
+    } catch (err) {
+      if (req.signal?.aborted) throw new AbortedError();
+      if (err instanceof ModelServerError || err instanceof AbortedError) throw err;
+      if (timer.signal.aborted || err instanceof APIUserAbortError)
+        throw new ModelServerError(
+          url,
+          `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`,
+          {
+            retryable: true,
+            cause: err,
+          },
+        );
+      if (err instanceof APIConnectionError)
+        throw new ModelServerError(
+          url,
+          `POST ${CHAT_PATH}: connection failed: ${describeFetchError(err.cause ?? err)}`,
+          {
+            retryable: true,
+            cause: err,
+          },
+        );
+      if (err instanceof APIError) {
+        const status = err.status ?? 0;
+        throw new ModelServerError(url, `POST ${CHAT_PATH}: HTTP ${status}: ${err.message}`, {
+          retryable: status >= 500 || status === 429 || status === 408,
+          status,
+          cause: err,
+        });
+      }
+      // Anything else (a body that is not JSON, a broken stream) is the server's fault, not ours.
+      throw new ModelServerError(url, `POST ${CHAT_PATH}: unreadable response: ${(err as Error).message}`, {
+        retryable: false,
+        cause: err,
+      });
+    } finally {
+      clearTimeout(timeout);
+    }
+  };
+
+  /** A request with a slot and bounded retries; resolves to the response and the attempts it took. */
+  const requestWithRetries = async (
+    req: GenerateRequest,
+    seed: number,
+    n: number,
+  ): Promise<{ response: Response; attempts: number }> => {
+    for (let attempt = 1; ; attempt++) {
+      const release = await slots.acquire(req.signal);
+      try {
+        return { response: await requestOnce(req, seed, n), attempts: attempt };
+      } catch (err) {
+        if (!(err instanceof ModelServerError) || !err.retryable || attempt > retries) {
+          if (err instanceof ModelServerError || err instanceof Error)
+            (err as Error & { attempts?: number }).attempts = attempt;
+          throw err;
+        }
+        log('%s (attempt %d/%d), retrying', err.message, attempt, retries + 1);
+      } finally {
+        release();
+      }
+      const delay = backoffMs * 2 ** (attempt - 1);
+      await sleep(delay / 2 + Math.random() * (delay / 2), req.signal);
+    }
+  };
+
+  const toSamples = (
+    req: GenerateRequest,
+    prompt: string,
+    indices: number[],
+    seeds: number[],
+    response: Response,
+    attempts: number,
+  ): Sample[] => {
+    const { usage, timings } = response;
+    const cachedTokens = usage.prompt_tokens_details?.cached_tokens ?? timings?.cache_n ?? null;
+    const coldRate = coldRates.get(req.model) ?? null;
+    const warm = classifyWarm({
+      promptTokens: usage.prompt_tokens,
+      cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? null,
+      timings:
+        timings?.cache_n !== undefined && timings.prompt_n !== undefined
+          ? { cacheN: timings.cache_n, promptN: timings.prompt_n }
+          : null,
+      ttftMs: response.ttftMs,
+      coldRate,
+    });
+    if (warm.source === 'ttft' && response.ttftMs !== null) {
+      const rate = usage.prompt_tokens / Math.max(response.ttftMs, 0.001);
+      if (coldRate === null || rate < coldRate) coldRates.set(req.model, rate);
+    }
+    options.warm?.observe(prompt, req.model, warm.warm);
+    const totalChars = response.answers.reduce((s, a) => s + a.text.length, 0) || 1;
+    return response.answers.slice(0, indices.length).map((a, i) => {
+      const completionTokens =
+        response.answers.length === 1
+          ? usage.completion_tokens
+          : Math.round((usage.completion_tokens * a.text.length) / totalChars);
+      const decodeSeconds = response.decodeMs !== null ? response.decodeMs / 1000 : null;
+      const tokensPerSecond =
+        timings?.predicted_per_second ??
+        (decodeSeconds !== null && decodeSeconds > 0 && completionTokens > 1
+          ? (completionTokens - 1) / decodeSeconds
+          : completionTokens / Math.max(response.latencyMs / 1000, 0.001));
+      return {
+        index: indices[i]!,
+        seed: seeds[i]!,
+        choice: a.choice,
+        model: req.model,
+        server: url,
+        text: a.text,
+        extract: extractCodeBlock(a.text),
+        finishReason: a.finishReason,
+        truncated: a.finishReason === 'length',
+        usage: { promptTokens: usage.prompt_tokens, completionTokens, cachedTokens },
+        warm,
+        latencyMs: response.latencyMs,
+        ttftMs: response.ttftMs,
+        tokensPerSecond,
+        attempts,
+      };
+    });
+  };
+
+  return {
+    url,
+    load: () => ({
+      queued: Math.max(0, reserved - slots.running),
+      running: slots.running,
+      capacity: concurrency,
+    }),
+    generate(req) {
+      if (!Number.isInteger(req.k) || req.k < 1)
+        throw new RangeError(`k must be a positive integer, got ${req.k}`);
+      if (!Number.isInteger(req.sampling.maxTokens) || req.sampling.maxTokens < 1)
+        throw new RangeError(`sampling.maxTokens must be a positive integer, got ${req.sampling.maxTokens}`);
+      if (req.seeds && req.seeds.length !== req.k)
+        throw new RangeError(`seeds has ${req.seeds.length} entries, expected k = ${req.k}`);
+      if (reserved + req.k > maxQueued) throw new QueueFullError(url, req.k, reserved, maxQueued);
+      reserved += req.k;
+      const settled = new Set<number>();
+      const settle = (indices: number[]) => {
+        for (const i of indices) {
+          if (settled.has(i)) continue;
+          settled.add(i);
+          reserved--;
+        }
+      };
+      const seeds = req.seeds ?? Array.from({ length: req.k }, (_, i) => (req.seedBase ?? 0) + i);
+      const prompt =
+        req.promptFingerprint ?? fingerprint(req.messages.map((m) => ({ role: m.role, content: m.content })));
+      const out = channel<SampleOutcome>();
+      const fail = (index: number, err: unknown, attempts: number) => {
+        const error = err instanceof Error ? err : new Error(String(err));
+        out.push({
+          ok: false,
+          index,
+          seed: seeds[index]!,
+          error,
+          retryable: error instanceof ModelServerError ? error.retryable : false,
+          attempts,
+        });
+      };
+      const run = async (indices: number[], n: number) => {
+        try {
+          const { response, attempts } = await requestWithRetries(req, seeds[indices[0]!]!, n);
+          const samples = toSamples(
+            req,
+            prompt,
+            indices,
+            n > 1 ? indices.map(() => seeds[indices[0]!]!) : [seeds[indices[0]!]!],
+            response,
+            attempts,
+          );
+          for (const s of samples) out.push({ ok: true, ...s });
+          // A server that returned fewer choices than asked for: the rest failed.
+          for (const index of indices.slice(samples.length))
+            fail(
+              index,
+              new ModelServerError(url, `POST ${CHAT_PATH}: asked for n=${n}, got ${samples.length} choices`),
+              attempts,
+            );
+          return true;
+        } catch (err) {
+          if (err instanceof AbortedError) throw err;
+          const attempts = (err as { attempts?: number }).attempts ?? 1;
+          for (const index of indices) fail(index, err, attempts);
+          return false;
+        } finally {
+          settle(indices);
+        }
+      };
+      (async () => {
+        try {
+          // Warm: the first request alone, so the prompt is evaluated once.
+          const firstOk = await run([0], 1);
+          const rest = Array.from({ length: req.k - 1 }, (_, i) => i + 1);
+          if (rest.length === 0) return;
+          if (!firstOk) {
+            // The server just failed this prompt after its retries: do not hammer it k-1 more times.
+            const last = new ModelServerError(url, "skipped: the job's first request failed", {
+              retryable: true,
+            });
+            for (const index of rest) fail(index, last, 0);
+            settle(rest);
+            return;
+          }
+          // Fan out: n=k-1 in one request where supported, else k-1 requests up to the concurrency.
+          if (options.useN) await run(rest, rest.length);
+          else await Promise.all(rest.map((i) => run([i], 1)));
+        } catch (err) {
+          settle(Array.from({ length: req.k }, (_, i) => i));
+          out.close(err);
+          return;
+        } finally {
+          out.close();
+        }
+      })();
+      return { [Symbol.asyncIterator]: () => out.drain() };
+    },
+  };
+}
