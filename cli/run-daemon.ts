@@ -1,5 +1,6 @@
 import { startDaemon } from '../node/daemon.ts';
 import type { DataDir, FleetFile, NodeConfig } from '../node/data-dir.ts';
+import { createModelService } from '../node/models/service.ts';
 
 /** Runs a node in the foreground until SIGINT/SIGTERM or `vtnode leave`; resolves to the exit code. */
 export async function runDaemonForeground(
@@ -15,6 +16,7 @@ export async function runDaemonForeground(
     dataDir,
     fleet,
     config,
+    models: createModelService({ urls: config.modelServers, autodetect: config.modelServers.length === 0 }),
     signal: abort.signal,
   });
   process.stderr.write(

@@ -1,5 +1,4 @@
 import { hostname } from 'node:os';
-import type { AdvertModel } from '../protocol/advert.ts';
 import { advertTopic, digestTopic } from '../protocol/topics.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
 import { connectControl, NoDaemonError } from './control/client.ts';
@@ -9,19 +8,11 @@ import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
 import { createHost } from './fleet/host.ts';
 import { logger } from './logger.ts';
+import type { ModelService } from './models/service.ts';
 import { DEFAULT_PORT, portFree, withoutPeerId } from './net.ts';
 import { type FleetStatus, nodeStatus } from './status.ts';
 import { memory } from './system.ts';
 import { workspaceIdentity } from './workspace/content-id.ts';
-
-/** What the daemon advertises about its model servers; the model-server registry implements it. */
-export interface ModelSource {
-  /** Models served now. */
-  models(): AdvertModel[];
-  /** Registers a callback for changes; returns an unsubscribe function. */
-  onChange(cb: () => void): () => void;
-  close(): Promise<void>;
-}
 
 export interface DaemonOptions {
   /** The node's data dir (identity, fleet, config, state). */
@@ -30,8 +21,8 @@ export interface DaemonOptions {
   fleet: FleetFile;
   /** Listen, announce, discovery and resource options. */
   config: NodeConfig;
-  /** Where the models come from; none = the node serves no model (a collector, a submitter only). */
-  models?: ModelSource;
+  /** The node's model servers; none = the node serves no model (a collector, a submitter only). */
+  models?: ModelService;
   /** Aborting it stops the daemon gracefully (a leaving advert first). */
   signal?: AbortSignal;
 }
@@ -101,8 +92,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       addrs: addrs().slice(0, 16),
       models: options.models?.models() ?? [],
       memory: { total: mem.total, free: mem.free, reserved: 0 },
-      load: { queued: 0, running: 0, capacity: 0 },
-      warm: [],
+      load: options.models?.load() ?? { queued: 0, running: 0, capacity: 0 },
+      warm: options.models?.warm.entries() ?? [],
       workspaces,
       sandbox: { backend: 'none', ok: false, detail: 'no scorer configured' },
       roles: ['worker'],
@@ -136,6 +127,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     onChange: savePeers,
   });
   const unsubscribeModels = options.models?.onChange(() => fleetMembership.touch());
+  const onWarm = () => fleetMembership.touch();
+  options.models?.warm.addEventListener('change', onWarm);
 
   const status = (): FleetStatus => {
     const now = Date.now();
@@ -156,6 +149,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stopping ??= (async () => {
       log('stopping');
       unsubscribeModels?.();
+      options.models?.warm.removeEventListener('change', onWarm);
       if (saving) clearTimeout(saving);
       await fleetMembership.stop();
       // Let the leaving advert reach the mesh before the connections close.

@@ -2,12 +2,17 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
 import { encodeToken } from '../../protocol/token.ts';
 import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
 import { initFleet, joinNode, peerIdOf, startNode, status, waitForPeers } from '../helpers/fleet.ts';
 
 const box = new Sandbox();
-afterAll(() => box.cleanup());
+const servers: Emulator[] = [];
+afterAll(async () => {
+  await box.cleanup();
+  await Promise.all(servers.map((s) => s.close()));
+});
 
 describe('a fleet of real vtnode processes over TCP on loopback', () => {
   let bootDir = '';
@@ -15,11 +20,15 @@ describe('a fleet of real vtnode processes over TCP on loopback', () => {
   const peers: Record<string, string> = {};
   const dirs: string[] = [];
 
-  it('init + 3 joins: every node lists all 4 nodes', async () => {
+  it('init + 3 joins: every node lists all 4 nodes with their models', async () => {
+    // Two OpenAI-compatible test servers of different kinds; each node points at one of them.
+    servers.push(await createEmulator({ emulate: 'llama-server', models: ['coder-a'] }));
+    servers.push(await createEmulator({ emulate: 'ollama', models: ['coder-b:7b'] }));
+    const serverOf = (i: number) => ['--model-server', servers[i % 2]!.url];
     ({ dataDir: bootDir, token } = await initFleet(box, 'alpha'));
-    startNode(box, bootDir);
+    startNode(box, bootDir, serverOf(0));
     peers[bootDir] = await peerIdOf(bootDir);
-    const joined = await Promise.all([joinNode(box, token), joinNode(box, token), joinNode(box, token)]);
+    const joined = await Promise.all([1, 2, 3].map((i) => joinNode(box, token, serverOf(i))));
     for (const node of joined) {
       dirs.push(node.dataDir);
       peers[node.dataDir] = await peerIdOf(node.dataDir);
@@ -33,8 +42,23 @@ describe('a fleet of real vtnode processes over TCP on loopback', () => {
         expect(n.memory.free).toBeGreaterThan(0);
         expect(n.lastSeenMs).toBeLessThan(5000);
         expect(n.addrs.length).toBeGreaterThan(0);
-        expect(Array.isArray(n.models)).toBe(true);
       }
+      // Models arrive once each node has probed its server: wait for them, then check kinds.
+      const withModels = await eventually(
+        async () => {
+          const st = await status(dir);
+          return st.nodes.every((n) => n.models.length === 1) ? st : null;
+        },
+        20_000,
+        `${dir} to list every node's model`,
+      );
+      const models = withModels.nodes.map((n) => `${n.models[0]!.id}/${n.models[0]!.server}`).sort();
+      expect(models).toEqual([
+        'coder-a/vtnode-emulator',
+        'coder-a/vtnode-emulator',
+        'coder-b:7b/vtnode-emulator',
+        'coder-b:7b/vtnode-emulator',
+      ]);
     }
   }, 90_000);
 

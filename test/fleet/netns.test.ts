@@ -56,7 +56,7 @@ describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () 
       expect(node, `a node advertising ${ip}`).toBeDefined();
       if (i === 2) expect(node!.self).toBe(true);
     }
-  }, 90_000);
+  }, 120_000);
 
   it('a host cut off is dropped by the others, who still see each other; it returns when reconnected', async () => {
     await net!.setLinkUp(0, false);
@@ -67,7 +67,7 @@ describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () 
       await net!.setLinkUp(0, true);
     }
     for (const i of [0, 1, 2]) await sees(i, dirs[i]!, 3);
-  }, 90_000);
+  }, 120_000);
 
   it('--mdns: a laptop whose token names no reachable member finds the fleet on the LAN', async () => {
     const dir = await box.tempDir('vt-ns-');
@@ -100,5 +100,5 @@ describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () 
     box.spawn(args, {}, net!.exec(1));
     const s = await sees(1, dir, 3);
     expect(s.nodes.map((n) => n.peerId)).toContain(peerId);
-  }, 90_000);
+  }, 120_000);
 });
