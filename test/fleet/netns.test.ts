@@ -30,7 +30,7 @@ async function statusOn(i: number, dataDir: string): Promise<FleetStatus> {
 const sees = (i: number, dir: string, n: number) =>
   eventually(
     async () => ((await statusOn(i, dir)).nodes.length === n ? statusOn(i, dir) : null),
-    30_000,
+    45_000,
     `host ${i} to see ${n} nodes`,
   );
 
