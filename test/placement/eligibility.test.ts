@@ -9,7 +9,7 @@ import {
 } from '../../placement/eligibility.ts';
 import type { FleetNode } from '../../placement/fleet-view.ts';
 import { createReputation } from '../../placement/reputation.ts';
-import { advert, fleetNode, GiB, MODEL, model, WS, WS_B } from './adverts.ts';
+import { advert, fleetNode, GiB, MODEL, model, WS, WS_B } from '../helpers/adverts.ts';
 
 const job = { model: MODEL, workspaceId: WS };
 

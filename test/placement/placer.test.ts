@@ -5,7 +5,7 @@ import { hrwRank } from '../../placement/hrw.ts';
 import { concurrencyWeight, createPlacer, loadCap, type Placement } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
 import { seededRandom } from '../../placement/seeded-random.ts';
-import { advert, fleet, fleetNode, MODEL, model, task, WS_B } from './adverts.ts';
+import { advert, fleet, fleetNode, MODEL, model, task, WS_B } from '../helpers/adverts.ts';
 
 function ok(p: Placement): Extract<Placement, { ok: true }> {
   if (!p.ok) throw new Error(`expected a placement, got: ${p.message}`);

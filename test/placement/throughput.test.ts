@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createPlacer } from '../../placement/placer.ts';
 import { createThroughput } from '../../placement/throughput.ts';
-import { advert, fleetNode, MODEL, model, task } from './adverts.ts';
+import { advert, fleetNode, MODEL, model, task } from '../helpers/adverts.ts';
 
 const warm = (completionTokens: number, latencyMs: number) => ({
   promptTokens: 12_000,
