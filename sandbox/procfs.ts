@@ -18,11 +18,23 @@ export const CLOCK_TICKS = 100;
 export const PAGE_SIZE = 4096;
 
 /** Parses /proc/<pid>/stat; the command name may contain spaces and parentheses. */
-export function parseStat(text: string): { ppid: number; pgid: number; cpuTicks: number; rssPages: number } {
+export function parseStat(text: string): {
+  state: string;
+  ppid: number;
+  pgid: number;
+  cpuTicks: number;
+  rssPages: number;
+} {
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   // rest[0] is field 3 (state): ppid=4, pgrp=5, utime=14, stime=15, rss=24.
   const field = (n: number) => Number(rest[n - 3]);
-  return { ppid: field(4), pgid: field(5), cpuTicks: field(14) + field(15), rssPages: field(24) };
+  return {
+    state: rest[0] ?? '?',
+    ppid: field(4),
+    pgid: field(5),
+    cpuTicks: field(14) + field(15),
+    rssPages: field(24),
+  };
 }
 
 async function readProc(pid: number): Promise<ProcInfo | null> {
@@ -32,7 +44,10 @@ async function readProc(pid: number): Promise<ProcInfo | null> {
       readFile(`/proc/${pid}/status`, 'utf8'),
     ]);
     const uidLine = /^Uid:\s+(\d+)/m.exec(status);
-    return { pid, uid: uidLine ? Number(uidLine[1]) : -1, ...parseStat(stat) };
+    const { state, ...rest } = parseStat(stat);
+    // A zombie cannot run any more: it is dead, only not yet reaped by whoever inherited it.
+    if (state === 'Z' || state === 'X') return null;
+    return { pid, uid: uidLine ? Number(uidLine[1]) : -1, ...rest };
   } catch {
     return null; // exited meanwhile
   }
