@@ -22,10 +22,11 @@ attempt('write-box', () => fs.writeFileSync(p.boxFile, 'ok'));
 attempt('env-secret', () => { if (!Object.values(process.env).some((v) => hash(v) === p.secretHash)) throw new Error('absent'); });
 attempt('proc1-environ', () => { if (!fs.readFileSync('/proc/1/environ', 'utf8').split('\\0').some((kv) => hash(kv.slice(kv.indexOf('=') + 1)) === p.secretHash)) throw new Error('absent'); });
 const s = net.connect(p.port, '127.0.0.1');
-const done = (r) => { out.network = r; s.destroy(); process.stdout.write(JSON.stringify(out) + '\\n'); };
+let reported = false;
+const done = (r) => { if (reported) return; reported = true; out.network = r; s.destroy(); process.stdout.write(JSON.stringify(out) + '\\n'); process.exitCode = 0; clearTimeout(timer); };
 s.on('connect', () => done('succeeded'));
 s.on('error', (e) => done('refused: ' + e.code));
-setTimeout(() => done('refused: no answer'), 1000);
+const timer = setTimeout(() => done('refused: no answer'), 1000);
 `;
 
 /**
