@@ -140,8 +140,10 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   let survivors = 0;
   const deadline = performance.now() + 2000;
   for (;;) {
-    const members = opts.members ? ((await opts.members(child).catch(() => null)) ?? []) : [];
-    const alive = members.length > 0 || (child.pid !== undefined && groupAlive(child.pid));
+    const known = opts.members ? await opts.members(child).catch(() => null) : null;
+    const members = known ?? [];
+    // procfs tells live processes from zombies awaiting a reaper; a signal-0 probe cannot.
+    const alive = known !== null ? members.length > 0 : child.pid !== undefined && groupAlive(child.pid);
     if (!alive) break;
     if (performance.now() > deadline) {
       survivors = Math.max(1, members.length);
