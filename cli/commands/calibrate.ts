@@ -1,0 +1,132 @@
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import { BackendUnavailableError } from '../../sandbox/confinement.ts';
+import { createCheckedScorer, SandboxSelfTestError } from '../../sandbox/scorer.ts';
+import { readTasksFile, type TaskLine } from '../../sandbox/tasks-file.ts';
+import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+
+const usage = `Usage: vtnode calibrate --tasks FILE --out FILE [options]
+
+Scores every task's reference (the workspace's own target file) in the sandbox and keeps only the
+tasks whose reference scores 1.0. Prints the reason for each dropped task, a progress bar on stderr
+and a summary. Exits 0 whatever was dropped.
+
+Options:
+  --tasks FILE       tasks.jsonl to calibrate
+  --out FILE         where the kept tasks are written (lines unchanged)
+  --jobs N           tasks scored in parallel (default 1)
+  --workspace DIR    score every task in this checkout (default: each task's workspace.root)
+  --unconfined       run without the sandbox (trusted input only)
+  --json             print { "kept": n, "dropped": [{ "taskId", "reason" }] }
+  -h, --help         this text`;
+
+interface Dropped {
+  taskId: string;
+  reason: string;
+}
+
+function progress(done: number, total: number, kept: number): void {
+  const width = 30;
+  const filled = total === 0 ? width : Math.round((done / total) * width);
+  const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} kept ${kept}`;
+  if (process.stderr.isTTY) process.stderr.write(`\r${bar}${done === total ? '\n' : ''}`);
+  else process.stderr.write(`${bar}\n`);
+}
+
+export const command: Command = {
+  name: 'calibrate',
+  summary: 'keep only the tasks whose reference scores 1.0 in the sandbox',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(
+      argv,
+      {
+        tasks: { type: 'string' },
+        out: { type: 'string' },
+        jobs: { type: 'string' },
+        workspace: { type: 'string' },
+        unconfined: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      usage,
+    );
+    if (!values.tasks || !values.out) throw new CliError(`--tasks and --out are required\n\n${usage}`, 2);
+    const jobs = intOption(values.jobs, 'jobs', 1);
+    if (jobs < 1) throw new CliError('--jobs must be at least 1', 2);
+    const lines = await readTasksFile(values.tasks).catch((err: Error) => {
+      throw new CliError(err.message);
+    });
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    try {
+      const scorer = await createCheckedScorer({
+        unconfined: values.unconfined ?? false,
+        maxConcurrent: Math.max(8, jobs * 4),
+        workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+        signal: controller.signal,
+      }).catch((err: Error) => {
+        if (err instanceof SandboxSelfTestError || err instanceof BackendUnavailableError)
+          throw new CliError(
+            `${err.message}\n(refusing to calibrate; --unconfined is for trusted input only)`,
+          );
+        throw err;
+      });
+      const kept = new Set<TaskLine>();
+      const dropped: Dropped[] = [];
+      let done = 0;
+      const calibrateOne = async (l: TaskLine): Promise<void> => {
+        const { task } = l;
+        const workspaceDir = values.workspace ?? task.workspace.root;
+        try {
+          if (!workspaceDir) throw new Error('the task names no workspace root (pass --workspace)');
+          const reference = await readFile(join(workspaceDir, task.target), 'utf8').catch((err: Error) => {
+            throw new Error(`cannot read the reference ${task.target}: ${err.message}`);
+          });
+          const r = await scorer.score({
+            task,
+            workspaceDir,
+            candidate: reference,
+            signal: controller.signal,
+          });
+          for (const w of r.warnings) process.stderr.write(`vtnode calibrate: ${task.id}: warning: ${w}\n`);
+          if (r.reward === 1) kept.add(l);
+          else
+            dropped.push({
+              taskId: task.id,
+              reason: `reference scored ${r.reward}: ${r.reasons.join('; ') || 'below 1.0'}`,
+            });
+        } catch (err) {
+          dropped.push({ taskId: task.id, reason: (err as Error).message });
+        }
+        done++;
+        progress(done, lines.length, kept.size);
+      };
+      const queue = [...lines];
+      await Promise.all(
+        Array.from({ length: Math.min(jobs, queue.length) }, async () => {
+          for (let l = queue.shift(); l; l = queue.shift()) {
+            if (controller.signal.aborted) break;
+            await calibrateOne(l);
+          }
+        }),
+      );
+      if (controller.signal.aborted) throw new CliError('interrupted: nothing written', 130);
+      const out = lines.filter((l) => kept.has(l)).map((l) => `${l.line}\n`);
+      const tmp = `${values.out}.tmp-${process.pid}`;
+      await writeFile(tmp, out.join(''));
+      await rename(tmp, values.out);
+      for (const d of dropped) process.stderr.write(`dropped ${d.taskId}: ${d.reason}\n`);
+      process.stderr.write(
+        `calibrated ${lines.length} task(s): kept ${kept.size}, dropped ${dropped.length}\n`,
+      );
+      if (values.json) process.stdout.write(`${JSON.stringify({ kept: kept.size, dropped })}\n`);
+      return 0;
+    } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    }
+  },
+};

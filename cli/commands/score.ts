@@ -1,0 +1,104 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import { BackendUnavailableError } from '../../sandbox/confinement.ts';
+import { createCheckedScorer, SandboxSelfTestError, type ScoreResult } from '../../sandbox/scorer.ts';
+import { readTasksFile } from '../../sandbox/tasks-file.ts';
+import { CliError, type Command, parseOptions } from '../command.ts';
+
+const usage = `Usage: vtnode score --tasks FILE --task ID --candidate FILE [options]
+
+Scores one candidate for one task: the candidate is written over the task's target in a confined
+copy-on-write box, the task's tests run there, and the reward, per-test results, lints, reasons and
+diagnostics are printed.
+
+Options:
+  --tasks FILE       tasks.jsonl
+  --task ID          the task to score
+  --candidate FILE   the candidate's text (a source file, or a test file for a tests task)
+  --workspace DIR    the built checkout to score in (default: the task's workspace.root)
+  --truncated        the generation was cut at its length limit (scores 0)
+  --unconfined       run without the sandbox (trusted input only)
+  --json             print one JSON object
+  -h, --help         this text`;
+
+function human(r: ScoreResult): string {
+  const lines = [
+    `task ${r.taskId}: reward ${r.reward} (pass rate ${r.passRate.toFixed(3)}; ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped, ${r.todo} todo)`,
+    `type-check: ${r.typecheck}   backend: ${r.backend}   fingerprint: ${r.fingerprint}`,
+  ];
+  for (const t of r.tests)
+    lines.push(`  ${t.status.padEnd(7)} ${t.file} :: ${t.name}${t.message ? `  (${t.message})` : ''}`);
+  for (const l of r.lints) lines.push(`lint added: ${l.name} ×${l.added}`);
+  for (const t of r.tamper) lines.push(`tamper added: ${t.name} ×${t.added}`);
+  for (const reason of r.reasons) lines.push(`reason: ${reason}`);
+  if (r.diagnostics) lines.push('diagnostics:', r.diagnostics);
+  return `${lines.join('\n')}\n`;
+}
+
+export const command: Command = {
+  name: 'score',
+  summary: 'score one candidate for one task in the sandbox',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(
+      argv,
+      {
+        tasks: { type: 'string' },
+        task: { type: 'string' },
+        candidate: { type: 'string' },
+        workspace: { type: 'string' },
+        truncated: { type: 'boolean' },
+        unconfined: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      usage,
+    );
+    if (!values.tasks || !values.task || !values.candidate)
+      throw new CliError(`--tasks, --task and --candidate are required\n\n${usage}`, 2);
+    const lines = await readTasksFile(values.tasks).catch((err: Error) => {
+      throw new CliError(err.message);
+    });
+    const found = lines.find((l) => l.task.id === values.task);
+    if (!found) throw new CliError(`task ${values.task} is not in ${values.tasks}`);
+    const task = found.task;
+    const workspaceDir = values.workspace ?? task.workspace.root;
+    if (!workspaceDir) throw new CliError(`task ${task.id} names no workspace root: pass --workspace DIR`, 2);
+    const candidate = await readFile(values.candidate, 'utf8').catch((err: Error) => {
+      throw new CliError(`cannot read the candidate: ${err.message}`);
+    });
+    await readFile(join(workspaceDir, task.target)).catch(() => {
+      throw new CliError(`workspace ${workspaceDir} has no ${task.target}: is it the task's checkout?`);
+    });
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    try {
+      const scorer = await createCheckedScorer({
+        unconfined: values.unconfined ?? false,
+        workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+        signal: controller.signal,
+      }).catch((err: Error) => {
+        if (err instanceof SandboxSelfTestError || err instanceof BackendUnavailableError)
+          throw new CliError(
+            `${err.message}\n(refusing to score; --unconfined runs without a sandbox, for trusted input only)`,
+          );
+        throw err;
+      });
+      const result = await scorer.score({
+        task,
+        workspaceDir,
+        candidate,
+        truncated: values.truncated ?? false,
+        signal: controller.signal,
+      });
+      for (const w of result.warnings) process.stderr.write(`vtnode score: warning: ${w}\n`);
+      process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : human(result));
+      return 0;
+    } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    }
+  },
+};

@@ -1,0 +1,24 @@
+import { createBwrapConfinement } from './bwrap.ts';
+import { BackendUnavailableError, type Confinement } from './confinement.ts';
+import { createSeatbeltConfinement } from './seatbelt.ts';
+import { createUnconfined } from './unconfined.ts';
+
+export interface BackendOptions {
+  /** Run without confinement (trusted input only). */
+  unconfined?: boolean;
+  /** Most concurrent runs (sizes the bwrap uid pool). */
+  maxConcurrent?: number;
+}
+
+/** The platform's confinement backend: bubblewrap on Linux, Seatbelt on macOS, or unconfined when asked. */
+export async function createConfinement(options: BackendOptions = {}): Promise<Confinement> {
+  if (options.unconfined) return createUnconfined();
+  if (process.platform === 'linux')
+    return await createBwrapConfinement(
+      options.maxConcurrent !== undefined ? { maxConcurrent: options.maxConcurrent } : {},
+    );
+  if (process.platform === 'darwin') return await createSeatbeltConfinement();
+  throw new BackendUnavailableError(
+    `no sandbox backend for ${process.platform}: use --unconfined for trusted input`,
+  );
+}

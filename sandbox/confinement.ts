@@ -1,0 +1,81 @@
+import type { Limits } from './limits.ts';
+
+/** Name of a confinement backend. */
+export type BackendName = 'bwrap' | 'seatbelt' | 'unconfined';
+
+/** One command to run confined. */
+export interface RunSpec {
+  /** Program and arguments; argv[0] is an absolute path or a name found on `env.PATH`. */
+  argv: string[];
+  /** Working directory (inside the box or a read-only path). */
+  cwd: string;
+  /** The box: the only writable directory. */
+  box: string;
+  /** Extra directories the run may read (the workspace, node_modules, the toolchain, ...). */
+  readOnlyPaths: string[];
+  /** The complete environment of the command: nothing else is inherited. */
+  env: Record<string, string>;
+  /** Resource limits. */
+  limits: Limits;
+  /** Aborts the run: the whole group is killed. */
+  signal?: AbortSignal;
+}
+
+/** Resource usage of a run, sampled from the processes of the run while it lived. */
+export interface ResourceUsage {
+  /** Wall-clock duration, milliseconds. */
+  wallMs: number;
+  /** Highest observed CPU time (user + system) summed over the run's processes, milliseconds. */
+  cpuMs: number;
+  /** Highest observed resident memory summed over the run's processes, bytes. */
+  peakRssBytes: number;
+  /** Most processes observed at once. */
+  peakProcesses: number;
+}
+
+/** What happened to one run. */
+export interface RunResult {
+  /** Exit code of the command, or null when it died of a signal or was killed. */
+  exitCode: number | null;
+  /** Signal that ended the command, if any. */
+  signal: string | null;
+  /** True when the wall-clock limit killed the run. */
+  timedOut: boolean;
+  /** True when the AbortSignal killed the run. */
+  aborted: boolean;
+  /** True when the output cap killed the run. */
+  outputCapped: boolean;
+  /** Captured stdout (at most the output cap), UTF-8. */
+  stdout: string;
+  /** Captured stderr (at most the output cap), UTF-8. */
+  stderr: string;
+  /** Processes of the run still alive after it ended (then killed); must be 0. */
+  survivors: number;
+  usage: ResourceUsage;
+}
+
+/** Result of a backend's startup self-test. */
+export interface SelfTestResult {
+  ok: boolean;
+  /** One line per canary: what was tried and whether it was refused. */
+  checks: { name: string; ok: boolean; detail: string }[];
+}
+
+/** A confinement backend: runs commands so that only the box is writable and nothing leaves. */
+export interface Confinement {
+  readonly name: BackendName;
+  /** Stable description (backend, version, limits policy) that goes into evaluation fingerprints. */
+  describe(): Record<string, unknown>;
+  /** Runs one command confined. Never throws for what the command does; throws if it cannot start. */
+  run(spec: RunSpec): Promise<RunResult>;
+  /** Canaries: a network connect, a write outside the box and a read of a planted secret must fail. */
+  selfTest(signal?: AbortSignal): Promise<SelfTestResult>;
+}
+
+/** The backend is missing or unusable on this host. */
+export class BackendUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BackendUnavailableError';
+  }
+}

@@ -1,0 +1,77 @@
+import { readdir, readFile, readlink } from 'node:fs/promises';
+
+/** One process as seen in /proc (Linux only). */
+export interface ProcInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  /** Real uid. */
+  uid: number;
+  /** user + system CPU time, clock ticks. */
+  cpuTicks: number;
+  /** Resident set, pages. */
+  rssPages: number;
+}
+
+/** Clock ticks per second and page size: the values of every Linux build we run on. */
+export const CLOCK_TICKS = 100;
+export const PAGE_SIZE = 4096;
+
+/** Parses /proc/<pid>/stat; the command name may contain spaces and parentheses. */
+export function parseStat(text: string): {
+  state: string;
+  ppid: number;
+  pgid: number;
+  cpuTicks: number;
+  rssPages: number;
+} {
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // rest[0] is field 3 (state): ppid=4, pgrp=5, utime=14, stime=15, rss=24.
+  const field = (n: number) => Number(rest[n - 3]);
+  return {
+    state: rest[0] ?? '?',
+    ppid: field(4),
+    pgid: field(5),
+    cpuTicks: field(14) + field(15),
+    rssPages: field(24),
+  };
+}
+
+async function readProc(pid: number): Promise<ProcInfo | null> {
+  try {
+    const [stat, status] = await Promise.all([
+      readFile(`/proc/${pid}/stat`, 'utf8'),
+      readFile(`/proc/${pid}/status`, 'utf8'),
+    ]);
+    const uidLine = /^Uid:\s+(\d+)/m.exec(status);
+    const { state, ...rest } = parseStat(stat);
+    // A zombie cannot run any more: it is dead, only not yet reaped by whoever inherited it.
+    if (state === 'Z' || state === 'X') return null;
+    return { pid, uid: uidLine ? Number(uidLine[1]) : -1, ...rest };
+  } catch {
+    return null; // exited meanwhile
+  }
+}
+
+/** Every process on the host, with uid, group and usage. */
+export async function listProcesses(): Promise<ProcInfo[]> {
+  const pids = (await readdir('/proc')).filter((n) => /^\d+$/.test(n)).map(Number);
+  const infos = await Promise.all(pids.map(readProc));
+  return infos.filter((p): p is ProcInfo => p !== null);
+}
+
+/** The pid-namespace link of a process (`pid:[4026531836]`), or null when it is gone or unreadable. */
+export async function pidNamespace(pid: number): Promise<string | null> {
+  try {
+    return await readlink(`/proc/${pid}/ns/pid`);
+  } catch {
+    return null;
+  }
+}
+
+/** Processes whose pid namespace is `ns`. */
+export async function processesInNamespace(ns: string): Promise<ProcInfo[]> {
+  const all = await listProcesses();
+  const marks = await Promise.all(all.map((p) => pidNamespace(p.pid)));
+  return all.filter((_, i) => marks[i] === ns);
+}

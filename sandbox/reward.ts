@@ -1,0 +1,82 @@
+/** Everything the reward depends on; produced by the scorer, judged here without I/O. */
+export interface RewardInput {
+  /** `file`: the candidate is a source file; `tests`: the candidate is a test file. */
+  kind: 'file' | 'tests';
+  /** The model stopped at its length limit: the candidate is incomplete. */
+  truncated: boolean;
+  /** The test run hit its wall-clock limit. */
+  timedOut: boolean;
+  /** Why the run itself is void (output cap, abort, survivors, missing or malformed report), if it is. */
+  runFailures: string[];
+  /** Disagreements of the verdict with the exit code or with the reference's inventory. */
+  verdictReasons: string[];
+  /** Test cases that passed (expected failures that failed as declared included). */
+  passed: number;
+  /** Test cases that failed. Skipped and todo cases count in neither. */
+  failed: number;
+  /** Strict type-check in a fresh box: run only when the candidate could earn a positive reward. */
+  typecheck: 'passed' | 'failed' | 'not-configured' | 'not-run';
+  /** Tamper patterns the candidate adds over the original. */
+  tamper: { name: string; added: number }[];
+  /** Convention lints the candidate adds over the original. */
+  lints: { name: string; added: number }[];
+  /** `tests` tasks: counted cases with the target emptied. */
+  baselineCases?: number;
+  /** `tests` tasks: counted cases with the candidate in place. */
+  candidateCases?: number;
+  /** Multiplier per added lint (default 0.9). */
+  lintFactor?: number;
+}
+
+export interface RewardResult {
+  /** In [0, 1]. */
+  reward: number;
+  /** passed ÷ (passed + failed), or 0 when no test ran. */
+  passRate: number;
+  /** Why the reward is what it is: every zeroing reason, then every lint penalty. */
+  reasons: string[];
+}
+
+export const DEFAULT_LINT_FACTOR = 0.9;
+
+/** The reward of one candidate (see docs/sandbox.md): zero on any void condition, else the lint-weighted pass rate. */
+export function computeReward(input: RewardInput): RewardResult {
+  const lintFactor = input.lintFactor ?? DEFAULT_LINT_FACTOR;
+  if (!(lintFactor >= 0 && lintFactor <= 1))
+    throw new RangeError(`lintFactor must be in [0, 1], got ${lintFactor}`);
+  if (
+    input.passed < 0 ||
+    input.failed < 0 ||
+    !Number.isInteger(input.passed) ||
+    !Number.isInteger(input.failed)
+  )
+    throw new RangeError('passed and failed must be non-negative integers');
+  const counted = input.passed + input.failed;
+  const passRate = counted === 0 ? 0 : input.passed / counted;
+  const zero: string[] = [];
+  if (input.truncated) zero.push('the generation was truncated');
+  if (input.timedOut) zero.push('the test run timed out');
+  zero.push(...input.runFailures);
+  zero.push(...input.verdictReasons);
+  for (const t of input.tamper) zero.push(`tamper pattern added: ${t.name} (×${t.added})`);
+  if (counted === 0) zero.push('no test ran');
+  else if (input.passed === 0) zero.push('every test failed');
+  if (input.kind === 'tests') {
+    const base = input.baselineCases;
+    const got = input.candidateCases;
+    if (base === undefined || got === undefined) zero.push('the tests baseline is unknown');
+    else if (got <= base) zero.push(`the candidate adds no test case beyond the baseline of ${base}`);
+  }
+  if (input.typecheck === 'failed') zero.push('the strict type-check failed');
+  if (input.typecheck === 'not-run' && zero.length === 0) zero.push('the strict type-check did not run');
+  if (zero.length > 0) return { reward: 0, passRate, reasons: zero };
+  const reasons: string[] = [];
+  let penalties = 0;
+  for (const l of input.lints) {
+    penalties += l.added;
+    reasons.push(`lint added: ${l.name} (×${l.added}, each ×${lintFactor})`);
+  }
+  if (input.failed > 0) reasons.push(`${input.failed} of ${counted} tests failed`);
+  const reward = passRate * lintFactor ** penalties;
+  return { reward: Math.round(reward * 1e9) / 1e9, passRate, reasons };
+}

@@ -1,0 +1,160 @@
+import { access } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import {
+  BackendUnavailableError,
+  type Confinement,
+  type RunResult,
+  type RunSpec,
+  type SelfTestResult,
+} from './confinement.ts';
+import { runGroup } from './group-run.ts';
+import type { Limits } from './limits.ts';
+import { runSelfTest } from './self-test.ts';
+import { createUidPool, type UidPool } from './uid-pool.ts';
+
+export const SANDBOX_EXEC = '/usr/bin/sandbox-exec';
+
+/** System locations every process needs to start on macOS (dyld cache, frameworks, libraries). */
+export const SEATBELT_SYSTEM_READS = [
+  '/usr/lib',
+  '/usr/bin',
+  '/bin',
+  '/usr/share',
+  '/System',
+  '/Library/Apple',
+  '/Library/Preferences/Logging',
+  '/private/var/db/dyld',
+  '/private/var/db/timezone',
+  '/private/etc/localtime',
+  '/opt/homebrew',
+  '/usr/local',
+];
+
+/**
+ * The Seatbelt profile for `readCount` read-only parameters. It never contains a path: the box, the
+ * read-only paths and the package cache are `(param ...)` references filled with `-D` on the command
+ * line. Deny by default; no network rule at all (so every socket is denied); writes only in the box
+ * and the standard /dev nodes.
+ */
+export function seatbeltProfile(readCount: number): string {
+  const reads = Array.from({ length: readCount }, (_, i) => `  (subpath (param "READ_${i}"))`);
+  return [
+    '(version 1)',
+    '(deny default)',
+    '(allow process-fork)',
+    '(allow process-exec (subpath (param "BOX")) (subpath "/usr/bin") (subpath "/bin")',
+    ...Array.from({ length: readCount }, (_, i) => `  (subpath (param "READ_${i}"))`),
+    ')',
+    '(allow signal (target same-sandbox))',
+    '(allow sysctl-read)',
+    '(allow mach-lookup (global-name "com.apple.system.opendirectoryd.libinfo"))',
+    '(allow ipc-posix-shm-read-data ipc-posix-shm-read-metadata (ipc-posix-name "apple.shm.notification_center"))',
+    '(allow file-read-metadata)',
+    '(allow file-read*',
+    ...SEATBELT_SYSTEM_READS.map((p) => `  (subpath "${p}")`),
+    '  (literal "/dev/null") (literal "/dev/zero") (literal "/dev/random") (literal "/dev/urandom")',
+    '  (literal "/dev/tty") (regex #"^/dev/fd/")',
+    '  (subpath (param "BOX"))',
+    '  (subpath (param "NPM_CACHE"))',
+    ...reads,
+    ')',
+    '(allow file-write*',
+    '  (subpath (param "BOX"))',
+    '  (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty") (regex #"^/dev/fd/")',
+    ')',
+    '',
+  ].join('\n');
+}
+
+/** Everything the sandbox-exec argv depends on (pure, snapshot-tested). */
+export interface SeatbeltPlan {
+  box: string;
+  readOnly: string[];
+  /** The package cache (`~/.npm`); never a credential file such as `~/.npmrc`. */
+  npmCache: string;
+  limits: Limits;
+  argv: string[];
+}
+
+/**
+ * `sandbox-exec -p <profile> -D BOX=… -D READ_i=… -- /bin/sh -c 'ulimit …; exec "$@"' sh <argv>`:
+ * rlimits are applied by the shell with values passed as arguments, never spliced into the script.
+ */
+export function seatbeltArgv(plan: SeatbeltPlan): string[] {
+  const l = plan.limits;
+  const params = ['-D', `BOX=${plan.box}`, '-D', `NPM_CACHE=${plan.npmCache}`];
+  for (const [i, p] of plan.readOnly.entries()) params.push('-D', `READ_${i}=${p}`);
+  return [
+    SANDBOX_EXEC,
+    '-p',
+    seatbeltProfile(plan.readOnly.length),
+    ...params,
+    '/bin/sh',
+    '-c',
+    'ulimit -t "$1" -d "$2" -u "$3" -f "$4" -c 0 || exit 125; shift 4; exec "$@"',
+    'sh',
+    String(l.cpuSeconds),
+    String(Math.floor(l.memoryBytes / 1024)),
+    String(l.processes),
+    String(Math.floor(l.fileSizeBytes / 512)),
+    ...plan.argv,
+  ];
+}
+
+export interface SeatbeltOptions {
+  /** First uid handed to runs when the scorer runs as root. */
+  uidBase?: number;
+  /** Most concurrent runs. */
+  maxConcurrent?: number;
+  /** Package cache made readable (default ~/.npm). */
+  npmCache?: string;
+}
+
+/** Creates the macOS backend; throws BackendUnavailableError without sandbox-exec. */
+export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): Promise<Confinement> {
+  if (process.platform !== 'darwin') throw new BackendUnavailableError('Seatbelt runs on macOS only');
+  await access(SANDBOX_EXEC).catch(() => {
+    throw new BackendUnavailableError(`${SANDBOX_EXEC} not found`);
+  });
+  const isRoot = process.getuid?.() === 0;
+  const pool: UidPool | null = isRoot
+    ? createUidPool({ base: options.uidBase ?? 61000, size: options.maxConcurrent ?? 64 })
+    : null;
+  const npmCache = options.npmCache ?? join(homedir(), '.npm');
+  const confinement: Confinement = {
+    name: 'seatbelt',
+    describe: () => ({ backend: 'seatbelt', uid: isRoot ? 'dedicated' : 'caller' }),
+    async run(spec: RunSpec): Promise<RunResult> {
+      const uid = pool?.acquire();
+      try {
+        if (uid !== undefined) {
+          const { execFile } = await import('node:child_process');
+          await new Promise<void>((res, rej) =>
+            execFile('chown', ['-R', `${uid}:${uid}`, spec.box], (e) => (e ? rej(e) : res())),
+          );
+        }
+        return await runGroup({
+          argv: seatbeltArgv({
+            box: spec.box,
+            readOnly: spec.readOnlyPaths,
+            npmCache,
+            limits: spec.limits,
+            argv: spec.argv,
+          }),
+          env: spec.env,
+          cwd: spec.cwd,
+          uid,
+          gid: uid,
+          wallMs: spec.limits.wallMs,
+          outputBytes: spec.limits.outputBytes,
+          signal: spec.signal,
+        });
+      } finally {
+        if (uid !== undefined) pool?.release(uid);
+      }
+    },
+    selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),
+  };
+  return confinement;
+}

@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { computeReward, type RewardInput } from '../../sandbox/reward.ts';
+
+const clean: RewardInput = {
+  kind: 'file',
+  truncated: false,
+  timedOut: false,
+  runFailures: [],
+  verdictReasons: [],
+  passed: 4,
+  failed: 0,
+  typecheck: 'passed',
+  tamper: [],
+  lints: [],
+};
+
+describe('computeReward', () => {
+  it('is the pass rate passed / (passed + failed) for a clean run', () => {
+    expect(computeReward(clean)).toEqual({ reward: 1, passRate: 1, reasons: [] });
+    const r = computeReward({ ...clean, passed: 3, failed: 1 });
+    expect(r.reward).toBe(0.75);
+    expect(r.reasons).toEqual(['1 of 4 tests failed']);
+  });
+
+  it('accepts a workspace without a type-check', () => {
+    expect(computeReward({ ...clean, typecheck: 'not-configured' }).reward).toBe(1);
+  });
+
+  it.each([
+    ['the generation was truncated', { truncated: true }],
+    ['the test run timed out', { timedOut: true }],
+    ['the runner wrote no report', { runFailures: ['the runner wrote no report'] }],
+    ['inventory', { verdictReasons: ['inventory'] }],
+    ['tamper pattern added: eval (×2)', { tamper: [{ name: 'eval', added: 2 }] }],
+    ['no test ran', { passed: 0, failed: 0 }],
+    ['every test failed', { passed: 0, failed: 3 }],
+    ['the strict type-check failed', { typecheck: 'failed' as const }],
+    ['the strict type-check did not run', { typecheck: 'not-run' as const }],
+  ])('is 0 when %s', (reason, patch) => {
+    const r = computeReward({ ...clean, ...patch });
+    expect(r.reward).toBe(0);
+    expect(r.reasons).toContain(reason);
+  });
+
+  it('lists every zeroing reason, and no lint penalties then', () => {
+    const r = computeReward({
+      ...clean,
+      truncated: true,
+      timedOut: true,
+      typecheck: 'failed',
+      lints: [{ name: 'any', added: 1 }],
+    });
+    expect(r.reward).toBe(0);
+    expect(r.reasons).toEqual([
+      'the generation was truncated',
+      'the test run timed out',
+      'the strict type-check failed',
+    ]);
+  });
+
+  it('multiplies by 0.9 per added lint, configurable', () => {
+    const lints = [
+      { name: 'any', added: 2 },
+      { name: 'console.log', added: 1 },
+    ];
+    expect(computeReward({ ...clean, lints }).reward).toBeCloseTo(0.729, 9);
+    expect(computeReward({ ...clean, lints, lintFactor: 0.5 }).reward).toBe(0.125);
+    expect(computeReward({ ...clean, passed: 1, failed: 1, lints: [{ name: 'any', added: 1 }] }).reward).toBe(
+      0.45,
+    );
+    expect(computeReward({ ...clean, lints }).reasons).toEqual([
+      'lint added: any (×2, each ×0.9)',
+      'lint added: console.log (×1, each ×0.9)',
+    ]);
+  });
+
+  it('does not count skipped or todo tests (they are not inputs at all)', () => {
+    expect(computeReward({ ...clean, passed: 2, failed: 0 }).passRate).toBe(1);
+  });
+
+  describe('tests tasks', () => {
+    const tests: RewardInput = { ...clean, kind: 'tests', baselineCases: 3, candidateCases: 5 };
+    it('needs cases beyond the baseline', () => {
+      expect(computeReward(tests).reward).toBe(1);
+      expect(computeReward({ ...tests, candidateCases: 3 }).reasons).toEqual([
+        'the candidate adds no test case beyond the baseline of 3',
+      ]);
+      expect(computeReward({ ...tests, candidateCases: 2 }).reward).toBe(0);
+    });
+    it('is 0 when the baseline is unknown', () => {
+      const { baselineCases: _b, ...noBaseline } = tests;
+      expect(computeReward(noBaseline).reasons).toEqual(['the tests baseline is unknown']);
+    });
+  });
+
+  it('rejects impossible inputs', () => {
+    expect(() => computeReward({ ...clean, lintFactor: 1.5 })).toThrow(RangeError);
+    expect(() => computeReward({ ...clean, passed: -1 })).toThrow(RangeError);
+    expect(() => computeReward({ ...clean, failed: 0.5 })).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,206 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import type { Task } from '../../protocol/task.ts';
+import { createCheckedScorer, type Scorer } from '../../sandbox/scorer.ts';
+import { runSelfTest } from '../../sandbox/self-test.ts';
+import { createUnconfined } from '../../sandbox/unconfined.ts';
+import { fixtureTasks, prepareFixtures, REPO_ROOT, VITEST_WS } from './fixtures.ts';
+
+const run = promisify(execFile);
+const cli = (args: string[]) =>
+  run(process.execPath, [join(REPO_ROOT, 'bin', 'vtnode.js'), ...args], { cwd: REPO_ROOT, timeout: 120_000 });
+
+let dir: string;
+let tasks: Record<string, Task>;
+let tasksFile: string;
+let scorer: Scorer;
+
+beforeAll(async () => {
+  await prepareFixtures();
+  dir = await mkdtemp(join(tmpdir(), 'vtnode-scorer-test-'));
+  tasks = await fixtureTasks();
+  tasksFile = join(dir, 'tasks.jsonl');
+  await writeFile(
+    tasksFile,
+    `${Object.values(tasks)
+      .map((t) => JSON.stringify(t))
+      .join('\n')}\n`,
+  );
+  scorer = await createCheckedScorer({ workspaceId: async (d) => (await workspaceIdentity(d)).id });
+}, 60_000);
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const reference = async (t: Task) => readFile(join(t.workspace.root!, t.target), 'utf8');
+
+describe('scorer (bwrap)', () => {
+  it('type-checks the paired tests in a fresh box: a wrong signature the tests survive scores 0', async () => {
+    const ref = await reference(tasks['strings']!);
+    const candidate = ref
+      .replace(
+        'export function slugify(text: string): string {',
+        'export function slugify(text: string, sep: string): string {',
+      )
+      .replace(".join('-');", '.join(sep ?? "-");');
+    expect(candidate).not.toBe(ref);
+    const r = await scorer.score({ task: tasks['strings']!, workspaceDir: VITEST_WS, candidate });
+    expect(r.passed).toBe(6); // the tests pass at run time...
+    expect(r.typecheck).toBe('failed'); // ...but tsc over the tests sees the new required parameter
+    expect(r.reward).toBe(0);
+    expect(r.diagnostics).toMatch(/TS2554/);
+  }, 60_000);
+
+  it('counts it.fails as passed and skips/todos as neither; lints multiply the reward down', async () => {
+    const ref = await reference(tasks['strings']!);
+    const candidate = ref.replace(
+      'const counts = new Map<string, number>();',
+      'const counts: any = new Map<string, number>();',
+    );
+    const r = await scorer.score({ task: tasks['strings']!, workspaceDir: VITEST_WS, candidate });
+    expect(r).toMatchObject({ passed: 6, failed: 0, skipped: 1, todo: 1, typecheck: 'passed' });
+    expect(r.lints).toEqual([{ name: 'any', added: 1 }]);
+    expect(r.reward).toBe(0.9);
+  }, 60_000);
+
+  it('scores a tests task against its baseline', async () => {
+    const t = tasks['stringsTests']!;
+    const own = `import { expect, it } from 'vitest';\nimport { capitalize, slugify } from '../src/index.ts';\n\nit('slugs', () => {\n  expect(slugify('A b')).toBe('a-b');\n});\nit('capitalizes', () => {\n  expect(capitalize('x')).toBe('X');\n});\n`;
+    const good = await scorer.score({ task: t, workspaceDir: VITEST_WS, candidate: own });
+    expect(good.reasons).toEqual([]);
+    expect(good.reward).toBe(1);
+    expect(good.passed).toBe(5); // 3 stack cases (the baseline) + 2 of its own
+    const none = await scorer.score({
+      task: t,
+      workspaceDir: VITEST_WS,
+      candidate: "import { describe } from 'vitest';\ndescribe('nothing', () => {});\n",
+    });
+    expect(none.reward).toBe(0);
+    const wrong = await scorer.score({
+      task: t,
+      workspaceDir: VITEST_WS,
+      candidate: own.replace("toBe('X')", "toBe('Y')"),
+    });
+    expect(wrong.failed).toBe(1);
+    expect(wrong.reward).toBeCloseTo(0.8, 9);
+  }, 90_000);
+
+  it('stops at once when aborted', async () => {
+    const controller = new AbortController();
+    const t = tasks['math']!;
+    await scorer.score({ task: t, workspaceDir: t.workspace.root!, candidate: await reference(t) });
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 300);
+    const r = await scorer.score({
+      task: t,
+      workspaceDir: t.workspace.root!,
+      candidate: `${await reference(t)}\nwhile (true) {}\n`,
+      signal: controller.signal,
+    });
+    expect(r.reward).toBe(0);
+    expect(r.reasons).toContain('the run was aborted');
+    expect(Date.now() - started).toBeLessThan(5000);
+  }, 30_000);
+
+  it('refuses a truncated generation', async () => {
+    const t = tasks['math']!;
+    const r = await scorer.score({
+      task: t,
+      workspaceDir: t.workspace.root!,
+      candidate: await reference(t),
+      truncated: true,
+    });
+    expect(r.reward).toBe(0);
+    expect(r.reasons).toContain('the generation was truncated');
+  }, 30_000);
+});
+
+describe('self-test', () => {
+  it('fails without confinement (the canaries can detect an escape)', async () => {
+    const result = await runSelfTest(createUnconfined());
+    expect(result.ok).toBe(false);
+    const failed = result.checks.filter((c) => !c.ok).map((c) => c.name);
+    expect(failed).toEqual(
+      expect.arrayContaining(['read-secret-0', 'network', 'listener saw no connection']),
+    );
+  }, 30_000);
+});
+
+describe('CLI', () => {
+  it('calibrate keeps every correct reference and drops the broken one with its reason', async () => {
+    const out = join(dir, 'kept.jsonl');
+    const { stdout, stderr } = await cli([
+      'calibrate',
+      '--tasks',
+      tasksFile,
+      '--out',
+      out,
+      '--jobs',
+      '2',
+      '--json',
+    ]);
+    const summary = JSON.parse(stdout) as { kept: number; dropped: { taskId: string; reason: string }[] };
+    expect(summary.kept).toBe(4);
+    expect(summary.dropped).toEqual([
+      {
+        taskId: 'vitest-ts/clock-broken',
+        reason: expect.stringMatching(/reference scored 0.5: 1 of 2 tests failed/),
+      },
+    ]);
+    expect(stderr).toMatch(/kept 4, dropped 1/);
+    const kept = (await readFile(out, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as Task).id);
+    expect(kept).toEqual([
+      'node-basic/math',
+      'vitest-ts/strings',
+      'vitest-ts/stack',
+      'vitest-ts/strings-tests',
+    ]);
+  }, 180_000);
+
+  it('score --json prints the contract', async () => {
+    const candidate = join(dir, 'math.js');
+    await writeFile(candidate, (await reference(tasks['math']!)).replace('return a + b;', 'return a - b;'));
+    const { stdout } = await cli([
+      'score',
+      '--tasks',
+      tasksFile,
+      '--task',
+      'node-basic/math',
+      '--candidate',
+      candidate,
+      '--json',
+    ]);
+    const r = JSON.parse(stdout) as Record<string, unknown>;
+    expect(r).toMatchObject({
+      reward: expect.any(Number),
+      passed: 5,
+      failed: 1,
+    });
+    expect(r['reward']).toBeCloseTo(5 / 6, 6);
+    expect(r['reasons']).toEqual(['1 of 6 tests failed']);
+    expect(r['fingerprint']).toMatch(/^sha256:[0-9a-f]{64}$/);
+  }, 60_000);
+
+  it('names bad input', async () => {
+    const bad = join(dir, 'bad.jsonl');
+    await writeFile(bad, `${JSON.stringify(tasks['math'])}\n{"id": "x"}\n`);
+    await expect(cli(['score', '--tasks', bad, '--task', 'x', '--candidate', bad])).rejects.toMatchObject({
+      stderr: expect.stringMatching(/bad\.jsonl:2: .*kind/),
+    });
+    await expect(
+      cli(['score', '--tasks', tasksFile, '--task', 'nope', '--candidate', bad]),
+    ).rejects.toMatchObject({
+      stderr: expect.stringMatching(/task nope is not in/),
+    });
+    await expect(cli(['calibrate', '--tasks', tasksFile])).rejects.toMatchObject({ code: 2 });
+  }, 30_000);
+});
