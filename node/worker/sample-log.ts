@@ -1,0 +1,200 @@
+import type { Digest } from '../../protocol/digest.ts';
+import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
+import { contentHash, SampleBody } from '../../protocol/sample.ts';
+import { logger } from '../logger.ts';
+import { openDatabase, transaction } from '../sqlite.ts';
+
+const log = logger('vtnode:worker:sample-log');
+
+export interface SampleLogOptions {
+  /** Database file (in the node's data dir), or `:memory:` for tests. */
+  path: string;
+  /** Peer id of this node: the origin of every sample in the log (fixed for the file's life). */
+  origin: string;
+}
+
+/** A sample as the log holds it. */
+export interface LoggedSample {
+  /** Per-origin sequence number: 1, 2, 3, ... without gaps. */
+  seq: number;
+  /** Peer id of the node that generated and scored it. */
+  origin: string;
+  body: SampleBody;
+}
+
+/** Outcome of an append. */
+export interface Appended extends LoggedSample {
+  /** False when the sample id was already in the log: the existing row is returned, no new seq. */
+  created: boolean;
+}
+
+export interface SampleLogCounts {
+  /** Samples in the log. */
+  samples: number;
+  /** Samples with reward 1. */
+  verified: number;
+  /** Highest sequence number (0 when empty). */
+  highWater: number;
+}
+
+/**
+ * The worker's durable sample log. A scored sample is appended (and committed with
+ * synchronous=FULL) BEFORE it is reported to the submitter or gossiped, so whatever anyone was told
+ * survives a crash. Appends are idempotent on the deterministic sample id. Sequence numbers are
+ * per origin, increasing, without gaps, so a collector can catch up with "digests since seq N".
+ */
+export interface SampleLog {
+  /** Appends a scored sample durably; a sample id already present returns the existing row. */
+  append(body: SampleBody): Appended;
+  /** A sample by id. */
+  get(sampleId: string): LoggedSample | undefined;
+  /** Samples by id, in the order asked, skipping unknown ids. */
+  getMany(sampleIds: readonly string[]): LoggedSample[];
+  /** Digests with seq greater than `after`, ascending, at most `limit`. */
+  digestsSince(after: number, limit: number): Digest[];
+  counts(): SampleLogCounts;
+  readonly origin: string;
+  readonly path: string;
+  close(): void;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+CREATE TABLE IF NOT EXISTS samples (
+  seq INTEGER PRIMARY KEY,
+  sample_id TEXT NOT NULL UNIQUE,
+  task_id TEXT NOT NULL,
+  model TEXT NOT NULL,
+  split TEXT NOT NULL,
+  reward REAL NOT NULL,
+  content_hash TEXT NOT NULL,
+  eval_fingerprint TEXT NOT NULL,
+  body TEXT NOT NULL
+) STRICT;
+`;
+
+interface Row {
+  seq: number;
+  sample_id: string;
+  task_id: string;
+  model: string;
+  split: string;
+  reward: number;
+  content_hash: string;
+  eval_fingerprint: string;
+  body: string;
+}
+
+export function openSampleLog(options: SampleLogOptions): SampleLog {
+  const { path, origin } = options;
+  if (!origin) throw new TypeError('openSampleLog: origin (the node peer id) is required');
+  const db = openDatabase(path);
+  try {
+    db.exec(SCHEMA);
+    const stored = db.prepare('SELECT value FROM meta WHERE key = ?').get('origin') as
+      | { value: string }
+      | undefined;
+    if (!stored) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('origin', origin);
+    else if (stored.value !== origin)
+      throw new Error(
+        `${path}: sample log belongs to peer ${stored.value}, not ${origin} (a log's sequence numbers are per origin; use the data dir of that node)`,
+      );
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+
+  const byId = db.prepare('SELECT * FROM samples WHERE sample_id = ?');
+  const last = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM samples');
+  const insert = db.prepare(
+    `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const since = db.prepare(
+    'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
+  );
+  const countAll = db.prepare(
+    'SELECT COUNT(*) AS samples, COALESCE(SUM(reward >= 1), 0) AS verified, COALESCE(MAX(seq), 0) AS highWater FROM samples',
+  );
+
+  const toLogged = (row: Row): LoggedSample => ({
+    seq: row.seq,
+    origin,
+    body: parseJsonWith(SampleBody, row.body, `${path}: sample seq ${row.seq}`),
+  });
+
+  return {
+    origin,
+    path,
+    append(input) {
+      const body = parseWith(SampleBody, input, 'sample body');
+      const hash = contentHash(body.candidate);
+      if (hash !== body.contentHash)
+        throw new ParseError('sample body', [
+          { path: 'contentHash', message: `is ${body.contentHash}, the candidate hashes to ${hash}` },
+        ]);
+      return transaction(db, () => {
+        const existing = byId.get(body.sampleId) as Row | undefined;
+        if (existing) {
+          if (existing.content_hash !== body.contentHash)
+            log(
+              'sample %s already logged with another candidate; keeping seq %d',
+              body.sampleId,
+              existing.seq,
+            );
+          return { ...toLogged(existing), created: false };
+        }
+        const seq = (last.get() as { seq: number }).seq + 1;
+        insert.run(
+          seq,
+          body.sampleId,
+          body.taskId,
+          body.model,
+          body.split,
+          body.score.reward,
+          body.contentHash,
+          body.score.evalFingerprint,
+          JSON.stringify(body),
+        );
+        return { seq, origin, body, created: true };
+      });
+    },
+    get(sampleId) {
+      const row = byId.get(sampleId) as Row | undefined;
+      return row ? toLogged(row) : undefined;
+    },
+    getMany(sampleIds) {
+      const out: LoggedSample[] = [];
+      for (const id of sampleIds) {
+        const row = byId.get(id) as Row | undefined;
+        if (row) out.push(toLogged(row));
+      }
+      return out;
+    },
+    digestsSince(after, limit) {
+      if (!Number.isInteger(after) || after < 0)
+        throw new RangeError(`after must be a non-negative integer, got ${after}`);
+      if (!Number.isInteger(limit) || limit < 1)
+        throw new RangeError(`limit must be a positive integer, got ${limit}`);
+      return (since.all(after, limit) as unknown as Row[]).map((r) => ({
+        v: 1 as const,
+        sampleId: r.sample_id,
+        taskId: r.task_id,
+        model: r.model,
+        split: r.split as Digest['split'],
+        reward: r.reward,
+        contentHash: r.content_hash,
+        evalFingerprint: r.eval_fingerprint,
+        origin,
+        seq: r.seq,
+      }));
+    },
+    counts() {
+      const r = countAll.get() as { samples: number; verified: number; highWater: number };
+      return { samples: r.samples, verified: r.verified, highWater: r.highWater };
+    },
+    close() {
+      if (db.isOpen) db.close();
+    },
+  };
+}

@@ -1,0 +1,18 @@
+// Child process for the crash test: appends samples to a sample log forever, printing
+// `ack <seq> <sampleId>` after each append has returned (committed). The parent SIGKILLs it.
+import { openSampleLog } from '../../node/worker/sample-log.ts';
+import { sampleBody } from './samples.ts';
+
+const [path, origin] = process.argv.slice(2);
+const sampleLog = openSampleLog({ path: path!, origin: origin! });
+let i = 0;
+const step = () => {
+  for (let n = 0; n < 20; n++, i++) {
+    const row = sampleLog.append(
+      sampleBody(`task-${i >> 3}`, 'qwen', i % 8, { candidate: `candidate ${i}\n`.repeat(50) }),
+    );
+    process.stdout.write(`ack ${row.seq} ${row.body.sampleId}\n`);
+  }
+  setImmediate(step);
+};
+step();
