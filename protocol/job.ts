@@ -5,7 +5,7 @@ import { Sha256Id, Task } from './task.ts';
 /**
  * Messages of `/vtnode/job/1`: the submitter sends one `job` (and may later send `cancel`); the
  * worker answers `accepted` or `refused` first, then one `sample` per scored sample as soon as it is
- * scored, then one `end`. Every frame is one length-prefixed JSON message (node/wire/framed.ts).
+ * scored (optionally preceded by a `generated` for it), then one `end`. Every frame is one length-prefixed JSON message (node/wire/framed.ts).
  */
 
 /** Largest frame on /vtnode/job/1, bytes (a job carries its task, whose prompt may hold whole files). */
@@ -184,6 +184,27 @@ export const SampleResult = z.object({
 });
 export type SampleResult = z.infer<typeof SampleResult>;
 
+/**
+ * Worker → submitter, optional progress: a sample is generated and queued for scoring (its
+ * `sample` result follows). Lets the submitter show generated vs scored and measure tokens/s early.
+ */
+export const SampleGenerated = z.object({
+  type: z.literal('generated'),
+  /** Job the sample belongs to. */
+  jobId: z.string().min(1).max(512),
+  /** Sample index within the task's k. */
+  index: count,
+  /** Token counts. */
+  usage: Usage,
+  /** True when the prompt was observed cached. */
+  warm: z.boolean(),
+  /** Wall time of the generation request, ms. */
+  latencyMs: z.number().min(0),
+  /** Completion tokens per second of the request. */
+  tokensPerSecond: z.number().min(0),
+});
+export type SampleGenerated = z.infer<typeof SampleGenerated>;
+
 /** Why a job ended without all its samples. */
 export const JobFailure = z.enum([
   'model-error',
@@ -218,6 +239,12 @@ export const JobEnd = z.discriminatedUnion('status', [
 ]);
 export type JobEnd = z.infer<typeof JobEnd>;
 
-/** Everything a worker sends on /vtnode/job/1 (first `accepted` or `refused`, then `sample`s, then `end`). */
-export const WorkerMessage = z.discriminatedUnion('type', [JobAccepted, JobRefused, SampleResult, JobEnd]);
+/** Everything a worker sends on /vtnode/job/1 (first `accepted` or `refused`, then `generated`/`sample`s, then `end`). */
+export const WorkerMessage = z.discriminatedUnion('type', [
+  JobAccepted,
+  JobRefused,
+  SampleGenerated,
+  SampleResult,
+  JobEnd,
+]);
 export type WorkerMessage = z.infer<typeof WorkerMessage>;

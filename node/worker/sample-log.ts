@@ -6,6 +6,9 @@ import { openDatabase, transaction } from '../sqlite.ts';
 
 const log = logger('vtnode:worker:sample-log');
 
+/** File name of the sample log in a node's data dir. */
+export const SAMPLE_LOG_DB = 'samples.db';
+
 export interface SampleLogOptions {
   /** Database file (in the node's data dir), or `:memory:` for tests. */
   path: string;
