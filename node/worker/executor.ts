@@ -1,0 +1,310 @@
+import type { Connection } from '@libp2p/interface';
+import {
+  JobRequest,
+  MAX_JOB_FRAME_BYTES,
+  type RefusalReason,
+  type SampleResult,
+  SubmitterMessage,
+  sampleId,
+  sampleSeed,
+  type WorkerMessage,
+} from '../../protocol/job.ts';
+import { contentHash, type SampleBody } from '../../protocol/sample.ts';
+import { JOB_PROTOCOL } from '../../protocol/topics.ts';
+import type { Scorer } from '../../sandbox/scorer.ts';
+import { logger } from '../logger.ts';
+import type { Sample, SampleOutcome } from '../models/adapter.ts';
+import type { ModelService } from '../models/service.ts';
+import type { Framed } from '../wire/framed.ts';
+import { handleFramed, type StreamHost } from '../wire/streams.ts';
+import type { LoggedSample, SampleLog } from './sample-log.ts';
+
+export interface JobExecutorOptions {
+  /** The libp2p host whose /vtnode/job/1 streams this executor serves. */
+  host: StreamHost;
+  /** This node's peer id (the origin of its samples). */
+  peerId: string;
+  /** Model servers that generate the samples. */
+  models: ModelService;
+  /** The sandbox scorer, or null when the node cannot score (it then refuses every job). */
+  scorer: Scorer | null;
+  /** Workspaces held by this node: content id → directory. */
+  workspaces: ReadonlyMap<string, string>;
+  /** Durable sample log: every sample is appended before it is reported. */
+  sampleLog: SampleLog;
+  /** Jobs run at once; more are refused as `full`. */
+  maxJobs: number;
+  /** Candidates scored at once across all jobs (scoring is CPU-bound). */
+  maxScoring?: number;
+  /** Called when the number of running jobs changes (the advert's load). */
+  onLoadChange?: () => void;
+  /** Called after each sample is durable (digest gossip hooks in here). */
+  onSample?: (sample: LoggedSample) => void;
+  /** Test-only fault switch: report every reward as 1 (a lying worker, for collector audits). */
+  inflateRewards?: boolean;
+}
+
+export interface JobExecutor {
+  start(): Promise<void>;
+  load(): { queued: number; running: number; capacity: number };
+  /** Aborts running jobs (their submitters re-place the rest) and stops accepting new ones. */
+  stop(): Promise<void>;
+}
+
+type Wire = Framed<SubmitterMessage, WorkerMessage>;
+
+/** A small counting semaphore. */
+function limiter(max: number) {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (active >= max) await new Promise<void>((r) => waiting.push(r));
+    active += 1;
+    try {
+      return await fn();
+    } finally {
+      active -= 1;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/**
+ * The worker side of /vtnode/job/1: accepts or refuses a job, generates its samples on the node's
+ * model servers (warm, then fan out), scores each one in the sandbox as soon as it is generated
+ * (generation and scoring overlap), appends it durably to the sample log, then reports it.
+ * Samples already in the log (a re-placed job, a restarted submitter) are reported from the log,
+ * not generated again.
+ */
+export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
+  const log = logger('vtnode:worker:executor');
+  const scoring = limiter(options.maxScoring ?? 2);
+  const running = new Map<string, AbortController>();
+  let stopped = false;
+
+  function refuse(wire: Wire, jobId: string, reason: RefusalReason, message: string): Promise<void> {
+    log('refusing job %s: %s (%s)', jobId, reason, message);
+    return wire.send({ type: 'refused', jobId, reason, message });
+  }
+
+  function refusal(job: JobRequest, connection: Connection): [RefusalReason, string] | null {
+    if (job.submitter !== connection.remotePeer.toString()) {
+      return ['bad-request', `the job names submitter ${job.submitter} but came from ${connection.remotePeer}`];
+    }
+    if (stopped) return ['full', 'the node is shutting down'];
+    if (!options.scorer) return ['sandbox-unavailable', 'this node has no working sandbox'];
+    if (!options.workspaces.has(job.task.workspace.id)) {
+      return ['workspace-missing', `this node does not hold workspace ${job.task.workspace.id}`];
+    }
+    if (!options.models.adapterFor(job.model)) return ['model-missing', `no server of this node serves ${job.model}`];
+    if (running.size >= options.maxJobs) return ['full', `${running.size} of ${options.maxJobs} job slots busy`];
+    return null;
+  }
+
+  function result(jobId: string, logged: LoggedSample): SampleResult {
+    const b = logged.body;
+    return {
+      type: 'sample',
+      jobId,
+      sampleId: b.sampleId,
+      index: b.index,
+      seed: b.generation.seed,
+      reward: b.score.reward,
+      passed: b.score.passed,
+      failed: b.score.failed,
+      reasons: b.score.reasons,
+      truncated: b.generation.truncated,
+      usage: b.generation.usage,
+      warm: b.generation.warm,
+      latencyMs: b.generation.latencyMs,
+      tokensPerSecond: b.generation.tokensPerSecond,
+      contentHash: b.contentHash,
+      evalFingerprint: b.score.evalFingerprint,
+      seq: logged.seq,
+    };
+  }
+
+  async function scoreSample(job: JobRequest, index: number, sample: Sample, signal: AbortSignal): Promise<SampleBody> {
+    const workspaceDir = options.workspaces.get(job.task.workspace.id)!;
+    const seed = sampleSeed(job.sampling.seedBase, index);
+    const candidate = sample.extract.ok ? sample.extract.code : sample.text;
+    let score: SampleBody['score'];
+    if (!sample.extract.ok) {
+      score = {
+        reward: 0,
+        passed: 0,
+        failed: 0,
+        reasons: [`answer-format: ${sample.extract.flag} (${sample.extract.blocks} code blocks)`],
+        evalFingerprint: await options.scorer!.fingerprint(job.task, workspaceDir),
+        diagnostics: '',
+      };
+    } else {
+      const r = await scoring(() =>
+        options.scorer!.score({ task: job.task, workspaceDir, candidate, truncated: sample.truncated, signal }),
+      );
+      score = {
+        reward: options.inflateRewards ? 1 : r.reward,
+        passed: r.passed,
+        failed: r.failed,
+        reasons: r.reasons.slice(0, 32).map((x) => x.slice(0, 200)),
+        evalFingerprint: r.fingerprint,
+        diagnostics: r.diagnostics.slice(0, 64 * 1024),
+      };
+    }
+    return {
+      v: 1,
+      sampleId: sampleId(job.task.id, job.model, index, seed),
+      taskId: job.task.id,
+      split: job.task.split,
+      promptFingerprint: job.task.promptFingerprint,
+      model: job.model,
+      index,
+      candidate,
+      contentHash: contentHash(candidate),
+      generation: {
+        sampling: job.sampling,
+        seed,
+        finishReason: sample.finishReason,
+        truncated: sample.truncated,
+        usage: {
+          prompt: sample.usage.promptTokens,
+          completion: sample.usage.completionTokens,
+          cached: sample.usage.cachedTokens,
+        },
+        warm: sample.warm.warm === 'warm',
+        latencyMs: sample.latencyMs,
+        tokensPerSecond: sample.tokensPerSecond,
+      },
+      score,
+      jobId: job.jobId,
+      scoredAt: Date.now(),
+    };
+  }
+
+  async function runJob(job: JobRequest, wire: Wire, abort: AbortController): Promise<void> {
+    const signal = abort.signal;
+    // Samples this node already holds are reported from the log, not generated again.
+    const todo: number[] = [];
+    for (const index of job.samples) {
+      const id = sampleId(job.task.id, job.model, index, sampleSeed(job.sampling.seedBase, index));
+      const logged = options.sampleLog.get(id);
+      if (logged) await wire.send(result(job.jobId, logged));
+      else todo.push(index);
+    }
+    if (todo.length === 0) return;
+
+    const pending: Promise<void>[] = [];
+    let failure: { reason: 'model-error' | 'sandbox-error'; message: string } | null = null;
+    const outcomes: AsyncIterable<SampleOutcome> = options.models.generate({
+      model: job.model,
+      messages: job.task.messages,
+      k: todo.length,
+      seeds: todo.map((i) => sampleSeed(job.sampling.seedBase, i)),
+      sampling: { temperature: job.sampling.temperature, topP: job.sampling.topP, maxTokens: job.sampling.maxTokens },
+      promptFingerprint: job.task.promptFingerprint,
+      signal,
+    });
+    for await (const outcome of outcomes) {
+      if (!outcome.ok) {
+        failure ??= { reason: 'model-error', message: outcome.error.message };
+        abort.abort(new Error(outcome.error.message));
+        break;
+      }
+      const index = todo[outcome.index]!;
+      // Score while the next samples generate.
+      pending.push(
+        scoreSample(job, index, outcome, signal)
+          .then(async (body) => {
+            const logged = options.sampleLog.append(body);
+            options.onSample?.(logged);
+            await wire.send(result(job.jobId, logged));
+          })
+          .catch((err: Error) => {
+            if (!signal.aborted) failure ??= { reason: 'sandbox-error', message: err.message };
+            abort.abort(err);
+          }),
+      );
+    }
+    await Promise.all(pending);
+    if (failure) throw Object.assign(new Error(failure.message), { reason: failure.reason });
+  }
+
+  async function serve(wire: Wire, connection: Connection): Promise<void> {
+    let first: SubmitterMessage | undefined;
+    try {
+      first = await wire.read();
+    } catch (err) {
+      await refuse(wire, '', 'bad-request', (err as Error).message);
+      return;
+    }
+    if (!first) return;
+    if (first.type !== 'job') {
+      await refuse(wire, first.jobId, 'bad-request', 'the first message must be a job');
+      return;
+    }
+    const job = first;
+    const why = refusal(job, connection);
+    if (why) {
+      await refuse(wire, job.jobId, ...why);
+      return;
+    }
+    const abort = new AbortController();
+    running.set(job.jobId, abort);
+    options.onLoadChange?.();
+    const deadline = setTimeout(() => abort.abort(new Error('deadline')), job.deadlineMs);
+    // A `cancel` from the submitter, or its stream closing, stops the job. The watch ends only once the
+    // job's `end` is sent (aborting a read resets the stream).
+    const watch = new AbortController();
+    void (async () => {
+      try {
+        for (;;) {
+          const msg = await wire.read({ signal: watch.signal });
+          if (!msg || msg.type === 'cancel') break;
+        }
+        if (!abort.signal.aborted) abort.abort(new Error('cancelled'));
+      } catch {
+        // Stream gone or job finished.
+      }
+    })();
+    try {
+      await wire.send({ type: 'accepted', jobId: job.jobId, worker: options.peerId });
+      log('job %s: %d samples of %s with %s', job.jobId, job.samples.length, job.task.id, job.model);
+      await runJob(job, wire, abort);
+      await wire.send({ type: 'end', jobId: job.jobId, status: 'done' });
+      await wire.closeWrite();
+    } catch (err) {
+      const e = err as Error & { reason?: 'model-error' | 'sandbox-error' };
+      const cause = (abort.signal.reason as Error | undefined)?.message;
+      const reason =
+        e.reason ?? (cause === 'deadline' ? 'deadline' : cause === 'cancelled' ? 'cancelled' : stopped ? 'shutdown' : 'internal');
+      log.warn('job %s failed (%s): %s', job.jobId, reason, e.message);
+      await wire
+        .send({ type: 'end', jobId: job.jobId, status: 'failed', reason, message: e.message.slice(0, 2000) })
+        .then(() => wire.closeWrite())
+        .catch(() => {});
+    } finally {
+      clearTimeout(deadline);
+      if (!abort.signal.aborted) abort.abort(new Error('job over'));
+      watch.abort();
+      running.delete(job.jobId);
+      options.onLoadChange?.();
+    }
+  }
+
+  return {
+    async start() {
+      await handleFramed<typeof SubmitterMessage, WorkerMessage>(options.host, JOB_PROTOCOL, serve, {
+        schema: SubmitterMessage,
+        maxFrameBytes: MAX_JOB_FRAME_BYTES,
+      });
+    },
+    load() {
+      return { queued: 0, running: running.size, capacity: options.scorer ? options.maxJobs : 0 };
+    },
+    async stop() {
+      stopped = true;
+      for (const abort of running.values()) abort.abort(new Error('shutdown'));
+      await options.host.unhandle(JOB_PROTOCOL);
+    },
+  };
+}
