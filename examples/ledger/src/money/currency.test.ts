@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { LedgerError } from '../util/assert.ts';
 import { currency, currencyCodes, isCurrencyCode } from './currency.ts';
 
 describe('currency', () => {
@@ -10,7 +9,9 @@ describe('currency', () => {
   });
 
   it('rejects unknown codes with E_CURRENCY', () => {
-    expect(() => currency('XYZ')).toThrow(LedgerError);
+    expect(() => currency('XYZ')).toThrow(
+      expect.objectContaining({ name: 'LedgerError', code: 'E_CURRENCY' }),
+    );
     expect(() => currency('usd')).toThrow(/unknown currency usd/);
   });
 
