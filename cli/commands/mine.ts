@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readDenyTerms } from '../../node/tasks/deny.ts';
@@ -148,6 +148,10 @@ export const command: Command = {
     const out = resolve(values.out ?? 'tasks.jsonl');
     const outDir = await stat(dirname(out)).catch(() => null);
     if (!outDir?.isDirectory()) throw new CliError(`--out ${out}: folder ${dirname(out)} does not exist`, 2);
+    // The file is replaced by rename: never do that to a device, a pipe or a folder.
+    const existing = await stat(out).catch(() => null);
+    if (existing && !existing.isFile())
+      throw new CliError(`--out ${out}: exists and is not a regular file`, 2);
 
     const bar = process.stderr.isTTY && !values.json ? progressBar() : null;
     let result: Awaited<ReturnType<typeof mine>>;
@@ -173,7 +177,6 @@ export const command: Command = {
     const ok = summary.leakage === 0;
     if (ok) {
       // Write atomically: a reader never sees half a tasks file.
-      await mkdir(dirname(out), { recursive: true });
       const tmp = `${out}.${randomBytes(4).toString('hex')}.tmp`;
       try {
         await writeFile(tmp, tasks.map((t) => `${JSON.stringify(t)}\n`).join(''));
