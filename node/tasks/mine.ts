@@ -82,6 +82,8 @@ export interface MineSummary {
   withoutTypecheck: number;
   files: { code: number; sources: number; tests: number; typeTests: number; support: number };
   durationMs: number;
+  /** Milliseconds per phase: identity, discover, read, graph, tasks, leakage. */
+  timings: Record<string, number>;
 }
 
 export interface MineResult {
@@ -120,7 +122,15 @@ export async function mine(options: MineOptions): Promise<MineResult> {
   const info = await stat(root).catch(() => null);
   if (!info?.isDirectory()) throw new MineError(`root ${root} is not a directory`);
 
+  const timings: Record<string, number> = {};
+  let lapStart = performance.now();
+  const lap = (phase: string) => {
+    const now = performance.now();
+    timings[phase] = Math.round(now - lapStart);
+    lapStart = now;
+  };
   const identity = await workspaceIdentity(root);
+  lap('identity');
   if (!identity.clean)
     log.warn(
       identity.commit === null
@@ -128,6 +138,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
         : `${root} has uncommitted changes: tasks record workspace.clean=false (mine a clean checkout for a reproducible reference)`,
     );
   const project = readProject(root, await listWorkspaceFiles(root));
+  lap('discover');
   const skipped: SkippedFile[] = project.foreign.map((d) => ({
     path: `${d}/`,
     reason: 'separate package (own package.json, not a workspace member): mine it with its own --root',
@@ -145,31 +156,37 @@ export async function mine(options: MineOptions): Promise<MineResult> {
   for (const d of [...fixtureDirs].sort()) skipped.push({ path: d, reason: 'test fixtures' });
   const parsed = new Map<string, ParsedFile>();
   const terms = (options.denyTerms ?? []).map((t) => t.trim()).filter(Boolean);
+  // Read with bounded concurrency (I/O bound), then parse in path order (CPU bound, deterministic).
   let done = 0;
-  for (const path of codeFiles) {
+  const texts = await mapLimit(codeFiles, 32, async (path) => {
     options.signal?.throwIfAborted();
-    options.onProgress?.({ phase: 'read', done: done++, total: codeFiles.length });
     const full = join(root, path);
     const size = (await stat(full)).size;
-    if (size > MAX_FILE_BYTES) {
+    const text = size > MAX_FILE_BYTES ? null : await readFile(full, 'utf8');
+    options.onProgress?.({ phase: 'read', done: ++done, total: codeFiles.length });
+    return text;
+  });
+  codeFiles.forEach((path, i) => {
+    const text = texts[i];
+    if (text === null || text === undefined) {
       skipped.push({ path, reason: `larger than ${MAX_FILE_BYTES} bytes (generated or vendored?)` });
-      continue;
+      return;
     }
-    const text = await readFile(full, 'utf8');
     const denied = findDeniedTerm(text, terms);
     if (denied !== null) {
       skipped.push({ path, reason: `contains a denied term (#${denied + 1} of --deny-terms)` });
-      continue;
+      return;
     }
     const result = parseFile(path, text);
     if (isParseFailure(result)) {
       skipped.push({ path, reason: `unparsable: ${result.error}` });
-      continue;
+      return;
     }
     parsed.set(path, result);
-  }
+  });
   options.onProgress?.({ phase: 'read', done: codeFiles.length, total: codeFiles.length });
 
+  lap('read');
   const candidates = [...parsed.values()].filter((f) => looksLikeTest(f.path) || inTestDir(f.path));
   if (candidates.length === 0)
     throw new MineError(
@@ -204,6 +221,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     );
 
   const graph = buildGraph(parsed, createResolver(project));
+  lap('graph');
 
   // Sources each test file exercises: what it imports (through barrels, by name, and through test helpers).
   const exercisedCache = new Map<string, string[]>();
@@ -502,7 +520,9 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     }
   }
 
+  lap('tasks');
   const leaks = checkLeakage(tasks, (t) => parsed.get(t.target)!.text);
+  lap('leakage');
   const summary: MineSummary = {
     root,
     runner: runner.name,
@@ -527,6 +547,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
       support: ofKind('support').length,
     },
     durationMs: 0,
+    timings,
   };
   const groupTasks = new Map<string, number>();
   for (const t of tasks) {
@@ -577,6 +598,20 @@ function mustDeclareMap(graph: ImportGraph): Map<string, Set<string>> {
     }
   }
   return must;
+}
+
+/** Maps `items` through `fn` with at most `limit` calls in flight; results keep the input order. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
 }
 
 function sortNames(names: Iterable<string>): string[] {
