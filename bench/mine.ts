@@ -95,12 +95,24 @@ ${crossTest ? `\n  it('works with ${next}', () => {\n    expect(new Store${(i + 
 
 async function generate(dir: string, n: number): Promise<number> {
   const files: Record<string, string> = {
-    'package.json': JSON.stringify({ name: 'generated', private: true, type: 'module', devDependencies: { vitest: '4.1.12', typescript: '5.9.3' } }),
+    'package.json': JSON.stringify({
+      name: 'generated',
+      private: true,
+      type: 'module',
+      devDependencies: { vitest: '4.1.12', typescript: '5.9.3' },
+    }),
     'tsconfig.json': JSON.stringify({
-      compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', allowImportingTsExtensions: true },
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        allowImportingTsExtensions: true,
+      },
       include: ['src'],
     }),
-    'src/shared/fmt.ts': 'export function label(scope: string, name: string): string {\n  return `${scope}:${name}`;\n}\n',
+    'src/shared/fmt.ts':
+      "export function label(scope: string, name: string): string {\n  return scope + ':' + name;\n}\n",
   };
   for (let i = 0; i < n; i++) Object.assign(files, moduleFiles(i, n));
   for (const [path, text] of Object.entries(files)) {
@@ -135,7 +147,9 @@ try {
     mined.push(performance.now() - started);
     tasks = result.tasks.length;
     const s = result.summary;
-    console.log(`run ${r + 1}: baseline ${base.at(-1)!.toFixed(0)} ms, mine ${mined.at(-1)!.toFixed(0)} ms; phases ${JSON.stringify(s.timings)}`);
+    console.log(
+      `run ${r + 1}: baseline ${base.at(-1)!.toFixed(0)} ms, mine ${mined.at(-1)!.toFixed(0)} ms; phases ${JSON.stringify(s.timings)}`,
+    );
     summary = `${s.tasks} tasks (file ${s.byKind.file}, tests ${s.byKind.tests}; train ${s.bySplit.train}, eval ${s.bySplit.eval}), ${s.groups.length} groups, ${s.skipped.length} skipped, leakage ${s.leakage}`;
   }
   const b = median(base);
@@ -143,7 +157,9 @@ try {
   console.log(`generated repository: ${modules} modules, ${fileCount} files (${dir})`);
   console.log(summary);
   console.log(`baseline (list + read + sha256 every file): median ${b.toFixed(0)} ms over ${runs} runs`);
-  console.log(`mine: median ${m.toFixed(0)} ms over ${runs} runs -> ${((tasks / m) * 1000).toFixed(0)} tasks/s`);
+  console.log(
+    `mine: median ${m.toFixed(0)} ms over ${runs} runs -> ${((tasks / m) * 1000).toFixed(0)} tasks/s`,
+  );
   console.log(`ratio mine / baseline: ${(m / b).toFixed(1)}x`);
 } finally {
   await rm(dir, { recursive: true, force: true });
