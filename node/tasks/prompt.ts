@@ -71,10 +71,7 @@ function contextSection(packed: PackedContext): string[] {
     out.push(`### ${f.path} (${f.role})`, fenced(f.text, languageOf(f.path).fence), '');
   }
   if (packed.cut.length > 0)
-    out.push(
-      `Not shown (context budget): ${packed.cut.map((f) => f.path).join(', ')}. Their declarations are listed below.`,
-      '',
-    );
+    out.push(`Not shown (context budget): ${packed.cut.map((f) => f.path).join(', ')}.`, '');
   return out;
 }
 

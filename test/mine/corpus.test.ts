@@ -165,7 +165,7 @@ describe('mining the example corpus', () => {
       const shown = blocks(t);
       const size = shown.reduce((n, p) => n + readFileSync(join(root, p!), 'utf8').length, 0);
       expect(size).toBeLessThanOrEqual(budget);
-      const cut = /^Not shown \(context budget\): (.*)\. Their/m.exec(text)?.[1]?.split(', ') ?? [];
+      const cut = /^Not shown \(context budget\): (.*)\.$/m.exec(text)?.[1]?.split(', ') ?? [];
       cutSomewhere += cut.length;
       const dir = t.target.split('/').slice(0, 2).join('/');
       const siblings = FILE_TARGETS.filter((f) => f.startsWith(`${dir}/`) && f !== t.target);
