@@ -507,12 +507,26 @@ export async function mine(options: MineOptions): Promise<MineResult> {
         ],
         maxContext,
       );
+      const inContext = new Set(context.shown.map((f) => f.path));
+      const available = [
+        ...new Set(
+          shown.flatMap((s) =>
+            graph
+              .out(s)
+              .map((e) => e.to)
+              .filter((f) => kindOf.get(f) === 'source' && !inContext.has(f) && !parsed.get(f)!.barrel),
+          ),
+        ),
+      ]
+        .sort()
+        .map((f) => ({ path: f, names: parsed.get(f)!.exports }));
       const messages = testsPrompt({
         target,
         module,
         testStyle: runner.testStyle,
         subjects: shown.map((s) => ({ path: s, specifier: specifierOf(s), exports: parsed.get(s)!.exports })),
         context,
+        available,
       });
       const spec = judge(target, [target], []);
       spec.typecheck = typecheck(target, subjects);

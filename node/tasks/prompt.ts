@@ -144,6 +144,8 @@ export interface TestsPromptInput {
   subjects: { path: string; specifier: string; exports: string[] }[];
   /** Sources under test first, then other files the tests use; already packed. */
   context: PackedContext;
+  /** Exports of files the code under test imports that the context does not show. */
+  available: DeclaredSymbols[];
 }
 
 /** The chat messages of a `tests` task. */
@@ -162,13 +164,15 @@ export function testsPrompt(input: TestsPromptInput): ChatMessage[] {
     user.push(
       `- \`${s.path}\`, imported as '${s.specifier}'${s.exports.length > 0 ? `, which exports: ${s.exports.join(', ')}` : ''}`,
     );
-  user.push(
-    '',
-    'Code under test:',
-    '',
-    ...contextSection(input.context),
-    `Now write \`${input.target}\` in full.`,
-  );
+  user.push('', 'Code under test:', '', ...contextSection(input.context));
+  const available = input.available.filter((d) => d.names.length > 0);
+  if (available.length > 0)
+    user.push(
+      'Exported by other files the code under test imports (not shown):',
+      ...available.map((d) => `- ${d.path}: ${d.names.join(', ')}`),
+      '',
+    );
+  user.push(`Now write \`${input.target}\` in full.`);
   return [
     { role: 'system', content: system },
     { role: 'user', content: user.join('\n') },

@@ -46,6 +46,9 @@ describe('node:test repository', () => {
     expect(rpnTests.messages[0]!.content).toContain("from 'node:test'");
     // The test helper is shown to the tests task but never mined itself.
     expect(rpnTests.messages[1]!.content).toContain('### test/helpers.js (test helper the original imports)');
+    // stack.js is another group's source: only its exports are named, never its text.
+    expect(rpnTests.messages[1]!.content).toContain('imports (not shown):\n- lib/stack.js: Stack');
+    expect(rpnTests.messages[1]!.content).not.toContain('pop from an empty stack');
     expect(summary.withoutTypecheck).toBe(4);
     expect(summary.files).toMatchObject({ sources: 2, tests: 2, support: 1 });
   });
