@@ -30,7 +30,7 @@ export interface ParsedFile {
   declarations: string[];
   /** True when the file declares nothing and only re-exports other files (a barrel). */
   barrel: boolean;
-  /** True when the text mentions timers (setTimeout, fake timers, system time, ...). */
+  /** True when the code uses timers (setTimeout, fake timers, system time, node:timers, mock.timers). */
   usesTimers: boolean;
 }
 
@@ -40,8 +40,21 @@ export interface ParseFailure {
   error: string;
 }
 
-const TIMER_PATTERN =
-  /\b(setTimeout|setInterval|setImmediate|useFakeTimers|advanceTimersByTime|advanceTimersToNextTimer|runAllTimers|runOnlyPendingTimers|setSystemTime)\b|['"](node:)?timers(\/promises)?['"]|\bmock\.timers\b/;
+/** Identifiers that mean a file relies on timers or the clock. */
+const TIMER_NAMES = new Set([
+  'setTimeout',
+  'setInterval',
+  'setImmediate',
+  'useFakeTimers',
+  'advanceTimersByTime',
+  'advanceTimersByTimeAsync',
+  'advanceTimersToNextTimer',
+  'runAllTimers',
+  'runAllTimersAsync',
+  'runOnlyPendingTimers',
+  'setSystemTime',
+]);
+const TIMER_MODULES = new Set(['timers', 'node:timers', 'timers/promises', 'node:timers/promises']);
 
 function scriptKind(path: string): ts.ScriptKind {
   if (path.endsWith('.tsx')) return ts.ScriptKind.TSX;
@@ -167,9 +180,21 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     }
   }
 
-  // Dynamic import() and require() anywhere in the file.
+  // Dynamic import(), require() and timer use anywhere in the file (identifiers, not text in strings).
+  let usesTimers = false;
   const visit = (node: ts.Node): void => {
-    if (ts.isCallExpression(node)) {
+    if (ts.isIdentifier(node)) {
+      if (TIMER_NAMES.has(node.text)) usesTimers = true;
+      // node:test's `mock.timers`
+      else if (
+        node.text === 'timers' &&
+        ts.isPropertyAccessExpression(node.parent) &&
+        node.parent.name === node &&
+        ts.isIdentifier(node.parent.expression) &&
+        node.parent.expression.text === 'mock'
+      )
+        usesTimers = true;
+    } else if (ts.isCallExpression(node)) {
       const callee = node.expression;
       const isImport = callee.kind === ts.SyntaxKind.ImportKeyword;
       const isRequire = ts.isIdentifier(callee) && callee.text === 'require' && node.arguments.length === 1;
@@ -180,7 +205,8 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     }
     ts.forEachChild(node, visit);
   };
-  if (/\b(import|require)\s*\(/.test(text)) ts.forEachChild(sf, visit);
+  ts.forEachChild(sf, visit);
+  if (imports.some((i) => TIMER_MODULES.has(i.specifier))) usesTimers = true;
 
   return {
     path,
@@ -189,7 +215,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     exports: [...new Set(exports)],
     declarations: [...new Set(declarations)],
     barrel: reexportsSomething && !declaresSomething,
-    usesTimers: TIMER_PATTERN.test(text),
+    usesTimers,
   };
 }
 

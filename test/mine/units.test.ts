@@ -58,6 +58,11 @@ describe('parseFile', () => {
     expect(!isParseFailure(timers) && timers.usesTimers).toBe(true);
     const later = parseFile('t.test.ts', "import { setTimeout } from 'node:timers/promises';\n");
     expect(!isParseFailure(later) && later.usesTimers).toBe(true);
+    const nodeMock = parseFile('t.test.ts', "import { mock } from 'node:test';\nmock.timers.enable();\n");
+    expect(!isParseFailure(nodeMock) && nodeMock.usesTimers).toBe(true);
+    // Mentions in strings and comments are not timer use.
+    const quiet = parseFile('t.test.ts', "// setTimeout is not used here\nconst s = 'vi.useFakeTimers()';\n");
+    expect(!isParseFailure(quiet) && quiet.usesTimers).toBe(false);
   });
 
   it('reports the first syntax error with its position', () => {
