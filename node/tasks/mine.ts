@@ -7,17 +7,19 @@ import { type JudgeSpec, Task } from '../../protocol/task.ts';
 import { VTNODE_VERSION } from '../../protocol/version.ts';
 import { logger } from '../logger.ts';
 import { workspaceIdentity } from '../workspace/content-id.ts';
+import { analyse } from './analyse.ts';
 import { findDeniedTerm } from './deny.ts';
 import { isCodeFile, listWorkspaceFiles } from './files.ts';
-import { buildGraph, type ImportGraph } from './graph.ts';
+import { buildGraph } from './graph.ts';
 import { checkLeakage, type Leak } from './leakage.ts';
-import { moduleOf, pairedSource } from './modules.ts';
-import { getOrInsert } from './multimap.ts';
+import { mapLimit } from './limit.ts';
+import { pairedSource } from './modules.ts';
+import { mustDeclareMap, sortNames } from './must-declare.ts';
 import { isParseFailure, type ParsedFile, parseFile } from './parse.ts';
 import { declaredDependencies, readProject, tsconfigFor } from './project.ts';
 import { type ContextFile, filePrompt, packContext, testsPrompt } from './prompt.ts';
 import { createResolver } from './resolve.ts';
-import { detectRunner, inTestDir, looksLikeTest, TYPE_TEST_NAME } from './runners.ts';
+import { detectRunner, inTestDir, looksLikeTest } from './runners.ts';
 import { type Group, splitGroups } from './split.ts';
 
 /** Version of the miner recorded on every task: bump when prompts or judge specs change. */
@@ -100,11 +102,6 @@ export class MineError extends Error {
 }
 
 const log = logger('vtnode:mine');
-
-type Kind = 'source' | 'test' | 'typeTest' | 'support';
-
-/** Tool configuration (vitest.config.ts, eslint.config.js, ...): never a source to mine. */
-const TOOL_CONFIG = /(^|\/)[^/]+\.(config|workspace)\.[cm]?[jt]sx?$/;
 
 const TEST_CASE = /\b(it|test)(\.(only|skip|each|concurrent|todo|fails)\b[^(]*)?\s*\(/;
 
@@ -196,115 +193,27 @@ export async function mine(options: MineOptions): Promise<MineResult> {
   if ('error' in detected) throw new MineError(`${root}: ${detected.error}`);
   const runner = detected.runner;
 
-  const kindOf = new Map<string, Kind>();
-  for (const f of parsed.values()) {
-    kindOf.set(
-      f.path,
-      TYPE_TEST_NAME.test(f.path)
-        ? 'typeTest'
-        : TOOL_CONFIG.test(f.path)
-          ? 'support'
-          : runner.isTestFile(f)
-            ? 'test'
-            : inTestDir(f.path) || looksLikeTest(f.path)
-              ? 'support'
-              : 'source',
-    );
-  }
-  const ofKind = (k: Kind) => [...parsed.keys()].filter((p) => kindOf.get(p) === k).sort();
-  const sources = ofKind('source');
-  const tests = ofKind('test');
-  const typeTests = ofKind('typeTest');
+  const graph = buildGraph(parsed, createResolver(project));
+  lap('graph');
+  const {
+    kindOf,
+    sources,
+    tests,
+    typeTests,
+    support,
+    exercised,
+    testsOf,
+    typeTestsOf,
+    moduleOfFile,
+    moduleFiles,
+    sourceModules,
+    shared,
+    links,
+  } = analyse(project, parsed, runner, graph);
   if (tests.length === 0)
     throw new MineError(
       `no ${runner.name} test files under ${root} (${candidates.length} test-like files found, none a ${runner.name} test)`,
     );
-
-  const graph = buildGraph(parsed, createResolver(project));
-  lap('graph');
-
-  // Sources each test file exercises: what it imports (through barrels, by name, and through test helpers).
-  const exercisedCache = new Map<string, string[]>();
-  const exercised = (test: string): string[] => {
-    const cached = exercisedCache.get(test);
-    if (cached) return cached;
-    const includeTypes = kindOf.get(test) === 'typeTest';
-    const out = new Set<string>();
-    const seen = new Set([test]);
-    const visit = (file: string) => {
-      for (const edge of graph.out(file)) {
-        if (edge.ref.typeOnly && !includeTypes) continue;
-        const k = kindOf.get(edge.to);
-        if (k === 'support' && !seen.has(edge.to)) {
-          seen.add(edge.to);
-          visit(edge.to);
-        } else if (k === 'source') {
-          // Barrels only pass names through: the files they resolve to are what the test exercises.
-          for (const f of graph.touched(edge.to, edge.ref.names))
-            if (kindOf.get(f) === 'source' && !parsed.get(f)!.barrel) out.add(f);
-        }
-      }
-    };
-    visit(test);
-    const list = [...out].sort();
-    exercisedCache.set(test, list);
-    return list;
-  };
-  const testsOf = new Map<string, string[]>();
-  const typeTestsOf = new Map<string, string[]>();
-  for (const [list, into] of [
-    [tests, testsOf],
-    [typeTests, typeTestsOf],
-  ] as const) {
-    for (const t of list)
-      for (const s of exercised(t)) {
-        const l = getOrInsert(into, s, () => []);
-        l.push(t);
-      }
-  }
-
-  // Modules: of sources by path; of tests by the source they pair with.
-  const moduleOfFile = new Map<string, string>();
-  for (const s of sources) moduleOfFile.set(s, moduleOf(project, s));
-  for (const t of [...tests, ...typeTests]) {
-    const ex = exercised(t);
-    const paired = pairedSource(t, ex);
-    let mod: string;
-    // A folder-level test belongs to the folder it sits in (or mirrors, tests/a <-> src/a).
-    const dir = posix.dirname(t);
-    const tail = (p: string) => posix.dirname(p).split('/').slice(1).join('/');
-    const local =
-      ex.find((s) => posix.dirname(s) === dir) ?? ex.find((s) => tail(s) === tail(t) && tail(t) !== '');
-    if (paired) mod = moduleOfFile.get(paired)!;
-    else if (local) mod = moduleOfFile.get(local)!;
-    else {
-      const counts = new Map<string, number>();
-      for (const s of ex) counts.set(moduleOfFile.get(s)!, (counts.get(moduleOfFile.get(s)!) ?? 0) + 1);
-      const best = [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0];
-      mod = best ? best[0] : moduleOf(project, t);
-    }
-    moduleOfFile.set(t, mod);
-  }
-  const moduleFiles = new Map<string, string[]>();
-  for (const s of sources) {
-    const m = moduleOfFile.get(s)!;
-    const l = getOrInsert(moduleFiles, m, () => []);
-    l.push(s);
-  }
-
-  // Shared helpers: sources that most other modules import at runtime.
-  const sourceModules = new Set(
-    sources.filter((s) => !parsed.get(s)!.barrel).map((s) => moduleOfFile.get(s)!),
-  );
-  const shared = new Map<string, number>();
-  for (const s of sources) {
-    const importers = new Set<string>();
-    for (const e of graph.into(s))
-      if (kindOf.get(e.from) === 'source' && !e.ref.typeOnly && !e.ref.reexports)
-        importers.add(moduleOfFile.get(e.from)!);
-    importers.delete(moduleOfFile.get(s)!);
-    if (importers.size >= 3 && importers.size * 2 > sourceModules.size - 1) shared.set(s, importers.size);
-  }
 
   // Groups and split.
   const evalModules = new Set(options.evalModules ?? []);
@@ -317,9 +226,6 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     throw new MineError(
       `--eval-modules names unknown module(s): ${unknown.join(', ')}; modules: ${[...allModules].sort().join(', ')}`,
     );
-  const links: [string, string][] = [];
-  for (const t of [...tests, ...typeTests])
-    for (const s of exercised(t)) links.push([moduleOfFile.get(t)!, moduleOfFile.get(s)!]);
   const groups = splitGroups(allModules, links, evalFraction, evalModules);
   const groupOf = (file: string) => groups.get(moduleOfFile.get(file)!)!;
 
@@ -558,7 +464,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
       sources: sources.length,
       tests: tests.length,
       typeTests: typeTests.length,
-      support: ofKind('support').length,
+      support: support.length,
     },
     durationMs: 0,
     timings,
@@ -579,55 +485,4 @@ export async function mine(options: MineOptions): Promise<MineResult> {
   }));
   summary.durationMs = Math.round(performance.now() - started);
   return { tasks, summary };
-}
-
-/**
- * For every file, the names other files import from it, by their name in that file: direct imports,
- * and imports through barrels that resolve to it. A namespace import (or `require`) asks for all exports.
- */
-function mustDeclareMap(graph: ImportGraph): Map<string, Set<string>> {
-  const must = new Map<string, Set<string>>();
-  const add = (file: string, name: string) => {
-    const set = getOrInsert(must, file, () => new Set());
-    set.add(name);
-  };
-  const all = (file: string) => {
-    for (const n of graph.files.get(file)?.exports ?? []) add(file, n);
-  };
-  for (const file of graph.files.keys()) {
-    for (const edge of graph.out(file)) {
-      for (const n of edge.ref.names) {
-        if (n === '*') {
-          for (const f of graph.touched(edge.to, ['*'])) all(f);
-          continue;
-        }
-        // The imported file must export the name, whether it declares it or re-exports it.
-        add(edge.to, n);
-        for (const [decl, local] of graph.declarers(edge.to, n)) {
-          if (decl === edge.to) continue;
-          if (local === '*') all(decl);
-          else add(decl, local);
-        }
-      }
-    }
-  }
-  return must;
-}
-
-/** Maps `items` through `fn` with at most `limit` calls in flight; results keep the input order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
-function sortNames(names: Iterable<string>): string[] {
-  return [...names].sort((a, b) => (a === 'default' ? -1 : b === 'default' ? 1 : a < b ? -1 : a > b ? 1 : 0));
 }
