@@ -122,13 +122,21 @@ async function generate(dir: string, n: number): Promise<number> {
   return Object.keys(files).length;
 }
 
-async function baseline(root: string): Promise<number> {
-  const started = performance.now();
+/** Wall and CPU (user + system, whole process) milliseconds of `fn`. */
+async function measure<T>(fn: () => Promise<T>): Promise<{ wall: number; cpu: number; value: T }> {
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const value = await fn();
+  const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return { wall, cpu: (cpu.user + cpu.system) / 1000, value };
+}
+
+async function baseline(root: string): Promise<void> {
   const files = await listWorkspaceFiles(root);
   const h = createHash('sha256');
   for (const f of files) h.update(await readFile(join(root, f)));
   h.digest('hex');
-  return performance.now() - started;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -136,31 +144,39 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const dir = await mkdtemp(join(tmpdir(), 'vtnode-bench-mine-'));
 try {
   const fileCount = await generate(dir, modules);
-  const base: number[] = [];
-  const mined: number[] = [];
+  const base = { wall: [] as number[], cpu: [] as number[] };
+  const mined = { wall: [] as number[], cpu: [] as number[] };
   let tasks = 0;
   let summary = '';
   for (let r = 0; r < runs; r++) {
-    base.push(await baseline(dir));
-    const started = performance.now();
-    const result = await mine({ root: dir });
-    mined.push(performance.now() - started);
-    tasks = result.tasks.length;
-    const s = result.summary;
+    const b = await measure(() => baseline(dir));
+    const m = await measure(() => mine({ root: dir }));
+    base.wall.push(b.wall);
+    base.cpu.push(b.cpu);
+    mined.wall.push(m.wall);
+    mined.cpu.push(m.cpu);
+    const s = m.value.summary;
+    tasks = s.tasks;
     console.log(
-      `run ${r + 1}: baseline ${base.at(-1)!.toFixed(0)} ms, mine ${mined.at(-1)!.toFixed(0)} ms; phases ${JSON.stringify(s.timings)}`,
+      `run ${r + 1}: baseline ${b.wall.toFixed(0)} ms (cpu ${b.cpu.toFixed(0)}), mine ${m.wall.toFixed(0)} ms (cpu ${m.cpu.toFixed(0)}); phases ${JSON.stringify(s.timings)}`,
     );
     summary = `${s.tasks} tasks (file ${s.byKind.file}, tests ${s.byKind.tests}; train ${s.bySplit.train}, eval ${s.bySplit.eval}), ${s.groups.length} groups, ${s.skipped.length} skipped, leakage ${s.leakage}`;
   }
-  const b = median(base);
-  const m = median(mined);
+  const bw = median(base.wall);
+  const mw = median(mined.wall);
+  const bc = median(base.cpu);
+  const mc = median(mined.cpu);
   console.log(`generated repository: ${modules} modules, ${fileCount} files (${dir})`);
   console.log(summary);
-  console.log(`baseline (list + read + sha256 every file): median ${b.toFixed(0)} ms over ${runs} runs`);
   console.log(
-    `mine: median ${m.toFixed(0)} ms over ${runs} runs -> ${((tasks / m) * 1000).toFixed(0)} tasks/s`,
+    `baseline (list + read + sha256 every file): median ${bw.toFixed(0)} ms wall, ${bc.toFixed(0)} ms cpu`,
   );
-  console.log(`ratio mine / baseline: ${(m / b).toFixed(1)}x`);
+  console.log(
+    `mine: median ${mw.toFixed(0)} ms wall, ${mc.toFixed(0)} ms cpu -> ${((tasks / mw) * 1000).toFixed(0)} tasks/s (wall), ${((tasks / mc) * 1000).toFixed(0)} tasks/cpu-s`,
+  );
+  console.log(
+    `ratio mine / baseline: ${(mw / bw).toFixed(1)}x wall, ${(mc / bc).toFixed(1)}x cpu (${runs} runs, medians)`,
+  );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }
