@@ -169,6 +169,30 @@ describe('deny terms and abort', () => {
     expect(findDeniedTerm('anything', [])).toBeNull();
   });
 
+  it('reports progress per phase and takes a judge timeout', async () => {
+    const seen = new Map<string, { done: number; total: number }>();
+    const r = await mine({
+      root: ledgerRoot,
+      testTimeoutMs: 4321,
+      onProgress: (p) => {
+        const last = seen.get(p.phase);
+        if (last) expect(p.done).toBeGreaterThanOrEqual(last.done);
+        seen.set(p.phase, { done: p.done, total: p.total });
+      },
+    });
+    expect([...seen.keys()]).toEqual(['read', 'tasks']);
+    for (const { done, total } of seen.values()) expect(done).toBe(total);
+    expect(new Set(r.tasks.map((t) => t.judge.timeoutMs))).toEqual(new Set([4321]));
+    expect(Object.keys(r.summary.timings)).toEqual([
+      'identity',
+      'discover',
+      'read',
+      'graph',
+      'tasks',
+      'leakage',
+    ]);
+  });
+
   it('stops mining when aborted', async () => {
     const ac = new AbortController();
     ac.abort(new Error('stop now'));
