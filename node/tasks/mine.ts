@@ -17,7 +17,7 @@ import { pairedSource } from './modules.ts';
 import { mustDeclareMap, sortNames } from './must-declare.ts';
 import { isParseFailure, type ParsedFile, parseFile } from './parse.ts';
 import { declaredDependencies, readProject, tsconfigFor } from './project.ts';
-import { type ContextFile, filePrompt, packContext, testsPrompt } from './prompt.ts';
+import { type ContextFile, filePrompt, moduleSystemOf, packContext, testsPrompt } from './prompt.ts';
 import { createResolver } from './resolve.ts';
 import { detectRunner, inTestDir, looksLikeTest } from './runners.ts';
 import { type Group, splitGroups } from './split.ts';
@@ -368,7 +368,16 @@ export async function mine(options: MineOptions): Promise<MineResult> {
       const available = allUses
         .filter((f) => !shownPaths.has(f))
         .map((f) => ({ path: f, names: parsed.get(f)!.exports }));
-      const messages = filePrompt({ target, module, mustDeclare, context, declared, available, testFiles });
+      const messages = filePrompt({
+        target,
+        moduleSystem: moduleSystemOf(target, file.text),
+        module,
+        mustDeclare,
+        context,
+        declared,
+        available,
+        testFiles,
+      });
       makeTask('file', target, module, messages, judge(target, testFiles, types), mustDeclare);
     }
   }
@@ -428,6 +437,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
         .map((f) => ({ path: f, names: parsed.get(f)!.exports }));
       const messages = testsPrompt({
         target,
+        moduleSystem: moduleSystemOf(target, file.text),
         module,
         testStyle: runner.testStyle,
         subjects: shown.map((s) => ({ path: s, specifier: specifierOf(s), exports: parsed.get(s)!.exports })),

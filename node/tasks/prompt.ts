@@ -54,11 +54,24 @@ export function packContext(files: readonly ContextFile[], budget: number): Pack
   return { shown, cut, chars };
 }
 
-function houseRules(language: string, fence: string, what: string, extra: string[]): string {
+/** The module system a file is written in: ES modules unless it only uses require/module.exports. */
+export function moduleSystemOf(path: string, text: string): 'ES modules' | 'CommonJS' {
+  if (/\.c[jt]s$/.test(path)) return 'CommonJS';
+  if (/^\s*(import|export)\b/m.test(text)) return 'ES modules';
+  return /\brequire\s*\(|\bmodule\.exports\b|\bexports\.\w+\s*=/.test(text) ? 'CommonJS' : 'ES modules';
+}
+
+function houseRules(
+  language: string,
+  moduleSystem: string,
+  fence: string,
+  what: string,
+  extra: string[],
+): string {
   return [
     `You write ${what} of a ${language} repository.`,
     'Rules:',
-    `- Language: ${language}, ES modules. Follow the repository's conventions, including how its files import each other (keep the import paths and extensions the other files use).`,
+    `- Language: ${language}, ${moduleSystem}. Follow the repository's conventions, including how its files import each other (keep the import paths and extensions the other files use).`,
     '- Write the WHOLE file: every import, declaration and export it needs. No diff, no fragment, no placeholder, no "rest unchanged".',
     ...extra.map((e) => `- ${e}`),
     `- Answer with exactly one fenced code block (\`\`\`${fence}) holding the complete file, and nothing after it.`,
@@ -78,6 +91,8 @@ function contextSection(packed: PackedContext): string[] {
 /** Inputs of a `file` task prompt. */
 export interface FilePromptInput {
   target: string;
+  /** `ES modules` or `CommonJS` (see moduleSystemOf). */
+  moduleSystem: string;
   module: string;
   /** Names other files import from the target. */
   mustDeclare: string[];
@@ -94,7 +109,7 @@ export interface FilePromptInput {
 /** The chat messages of a `file` task. */
 export function filePrompt(input: FilePromptInput): ChatMessage[] {
   const lang = languageOf(input.target);
-  const system = houseRules(lang.name, lang.fence, 'one source file', [
+  const system = houseRules(lang.name, input.moduleSystem, lang.fence, 'one source file', [
     'Declare and export every symbol listed under "must declare and export", with the exact names.',
     'Do not re-declare symbols that other files of the module declare: import them from their files.',
   ]);
@@ -137,6 +152,8 @@ export function filePrompt(input: FilePromptInput): ChatMessage[] {
 /** Inputs of a `tests` task prompt. */
 export interface TestsPromptInput {
   target: string;
+  /** `ES modules` or `CommonJS` (see moduleSystemOf). */
+  moduleSystem: string;
   module: string;
   /** How tests are written for the runner (one line). */
   testStyle: string;
@@ -151,7 +168,7 @@ export interface TestsPromptInput {
 /** The chat messages of a `tests` task. */
 export function testsPrompt(input: TestsPromptInput): ChatMessage[] {
   const lang = languageOf(input.target);
-  const system = houseRules(lang.name, lang.fence, 'one test file', [
+  const system = houseRules(lang.name, input.moduleSystem, lang.fence, 'one test file', [
     input.testStyle,
     'Your tests run against the reference implementation shown: they must pass on it, and they count only if they add test cases that exercise its behaviour (edge cases and error paths included).',
   ]);

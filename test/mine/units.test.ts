@@ -4,7 +4,7 @@ import { checkLeakage } from '../../node/tasks/leakage.ts';
 import { mine } from '../../node/tasks/mine.ts';
 import { pairedSource, stem } from '../../node/tasks/modules.ts';
 import { isParseFailure, parseFile } from '../../node/tasks/parse.ts';
-import { fenced, packContext } from '../../node/tasks/prompt.ts';
+import { fenced, moduleSystemOf, packContext } from '../../node/tasks/prompt.ts';
 import { groupHash, splitGroups, UnionFind } from '../../node/tasks/split.ts';
 import { fingerprint } from '../../protocol/canonical.ts';
 import type { Task } from '../../protocol/task.ts';
@@ -151,6 +151,13 @@ describe('prompt helpers', () => {
   it('fences text that itself holds fences with a longer fence', () => {
     expect(fenced('a ``` b', 'ts')).toBe('````ts\na ``` b\n````');
     expect(fenced('x\n', 'js')).toBe('```js\nx\n```');
+  });
+
+  it('tells ES modules from CommonJS', () => {
+    expect(moduleSystemOf('a.js', "import x from './x.js';\n")).toBe('ES modules');
+    expect(moduleSystemOf('a.js', "const x = require('./x');\nmodule.exports = x;\n")).toBe('CommonJS');
+    expect(moduleSystemOf('a.cjs', 'anything')).toBe('CommonJS');
+    expect(moduleSystemOf('a.ts', 'const x = 1;\n')).toBe('ES modules');
   });
 
   it('packs context in order and lets later small files fill the budget', () => {
