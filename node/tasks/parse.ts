@@ -75,6 +75,30 @@ function bindingNames(name: ts.BindingName, out: string[]): void {
     }
 }
 
+/** `module.exports`, or the X of `exports.X` / `module.exports.X`. */
+function exportsTarget(node: ts.Expression): { whole: boolean; name?: string } | null {
+  if (!ts.isPropertyAccessExpression(node)) return null;
+  const obj = node.expression;
+  if (ts.isIdentifier(obj) && obj.text === 'module' && node.name.text === 'exports') return { whole: true };
+  if (ts.isIdentifier(obj) && obj.text === 'exports') return { whole: false, name: node.name.text };
+  if (exportsTarget(obj)?.whole) return { whole: false, name: node.name.text };
+  return null;
+}
+
+/** Names a CommonJS assignment exports: `exports.a = `, `module.exports = { a, b }`, `module.exports = f`. */
+function commonJsExports(expr: ts.Expression): string[] {
+  if (!ts.isBinaryExpression(expr) || expr.operatorToken.kind !== ts.SyntaxKind.EqualsToken) return [];
+  const target = exportsTarget(expr.left);
+  if (!target) return [];
+  if (!target.whole) return target.name ? [target.name] : [];
+  const right = expr.right;
+  if (!ts.isObjectLiteralExpression(right)) return ['default'];
+  const names: string[] = [];
+  for (const p of right.properties)
+    if (p.name && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name))) names.push(p.name.text);
+  return names;
+}
+
 function moduleName(node: ts.Expression | undefined): string | null {
   return node && ts.isStringLiteralLike(node) ? node.text : null;
 }
@@ -177,6 +201,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     } else {
       // expression statements, etc.: code that runs, so the file is not a pure barrel
       if (!ts.isEmptyStatement(stmt)) declaresSomething = true;
+      if (ts.isExpressionStatement(stmt)) exports.push(...commonJsExports(stmt.expression));
     }
   }
 
@@ -200,7 +225,24 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
       const isRequire = ts.isIdentifier(callee) && callee.text === 'require' && node.arguments.length === 1;
       if (isImport || isRequire) {
         const spec = moduleName(node.arguments[0]);
-        if (spec !== null) imports.push({ specifier: spec, names: ['*'], typeOnly: false });
+        // `const { a, b: c } = require('./x')` takes a and b; anything else may use every export.
+        const parent = node.parent;
+        let names = ['*'];
+        if (
+          isRequire &&
+          ts.isVariableDeclaration(parent) &&
+          parent.initializer === node &&
+          ts.isObjectBindingPattern(parent.name) &&
+          parent.name.elements.every((e) => !e.dotDotDotToken)
+        )
+          names = parent.name.elements.map((e) =>
+            e.propertyName && ts.isIdentifier(e.propertyName)
+              ? e.propertyName.text
+              : ts.isIdentifier(e.name)
+                ? e.name.text
+                : '*',
+          );
+        if (spec !== null) imports.push({ specifier: spec, names, typeOnly: false });
       }
     }
     ts.forEachChild(node, visit);

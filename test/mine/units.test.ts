@@ -51,6 +51,27 @@ describe('parseFile', () => {
     expect(r.usesTimers).toBe(false);
   });
 
+  it('reads CommonJS exports and destructured requires', () => {
+    const r = parseFile(
+      'lib/x.js',
+      [
+        "const { Stack, peek: top } = require('./stack.js');",
+        "const all = require('./all.js');",
+        'exports.one = 1;',
+        'module.exports.two = 2;',
+        'module.exports = { three, four: 4, five() {} };',
+      ].join('\n'),
+    );
+    if (isParseFailure(r)) throw new Error(r.error);
+    expect(r.imports.map((i) => [i.specifier, i.names])).toEqual([
+      ['./stack.js', ['Stack', 'peek']],
+      ['./all.js', ['*']],
+    ]);
+    expect(r.exports).toEqual(['one', 'two', 'three', 'four', 'five']);
+    const single = parseFile('lib/y.js', 'module.exports = function y() {};\n');
+    expect(!isParseFailure(single) && single.exports).toEqual(['default']);
+  });
+
   it('recognises barrels and timer use', () => {
     const barrel = parseFile('src/index.ts', "export * from './a.ts';\nexport { b } from './b.ts';\n");
     expect(!isParseFailure(barrel) && barrel.barrel).toBe(true);
