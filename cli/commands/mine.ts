@@ -61,6 +61,9 @@ function progressBar(): { update(p: { phase: string; done: number; total: number
   };
 }
 
+/** Skipped files listed one per line in the human summary; --json lists all. */
+const MAX_SKIPPED_SHOWN = 40;
+
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows
@@ -84,8 +87,17 @@ function humanSummary(s: MineSummary, out: string | null): string {
   if (s.withoutTypecheck > 0)
     lines.push(`no type-check: ${s.withoutTypecheck} task(s) (no tsconfig covers target and tests)`);
   if (s.skipped.length > 0) {
-    lines.push(`skipped: ${s.skipped.length} file(s)`);
-    for (const k of s.skipped) lines.push(`  ${k.path}: ${k.reason}`);
+    const byReason = new Map<string, number>();
+    for (const k of s.skipped) {
+      const key = k.reason.replace(/ \(.*$|:.*$/, '');
+      byReason.set(key, (byReason.get(key) ?? 0) + 1);
+    }
+    lines.push(
+      `skipped: ${s.skipped.length} file(s): ${[...byReason].map(([r, n]) => `${n} ${r}`).join('; ')}`,
+    );
+    for (const k of s.skipped.slice(0, MAX_SKIPPED_SHOWN)) lines.push(`  ${k.path}: ${k.reason}`);
+    if (s.skipped.length > MAX_SKIPPED_SHOWN)
+      lines.push(`  ... and ${s.skipped.length - MAX_SKIPPED_SHOWN} more (--json lists every one)`);
   }
   lines.push(`leakage: ${s.leakage}`);
   for (const l of s.leaks.slice(0, 10))
