@@ -103,7 +103,9 @@ function humanSummary(s: MineSummary, out: string | null): string {
   for (const l of s.leaks.slice(0, 10))
     lines.push(`  eval ${l.evalTarget} appears in train task ${l.trainTask}`);
   lines.push(
-    out ? `wrote ${out} in ${(s.durationMs / 1000).toFixed(2)} s` : `nothing written (leakage must be 0)`,
+    out
+      ? `wrote ${out} in ${(s.durationMs / 1000).toFixed(2)} s`
+      : `nothing written (${s.leakage > 0 ? 'leakage must be 0' : 'no tasks'})`,
   );
   return `${lines.join('\n')}\n`;
 }
@@ -186,7 +188,7 @@ export const command: Command = {
       bar?.end();
     }
     const { tasks, summary } = result;
-    const ok = summary.leakage === 0;
+    const ok = summary.leakage === 0 && summary.tasks > 0;
     if (ok) {
       // Write atomically: a reader never sees half a tasks file.
       const tmp = `${out}.${randomBytes(4).toString('hex')}.tmp`;
@@ -200,9 +202,15 @@ export const command: Command = {
     }
     if (values.json) process.stdout.write(`${JSON.stringify({ ...summary, out: ok ? out : null })}\n`);
     else process.stdout.write(humanSummary(summary, ok ? out : null));
-    if (!ok) {
+    if (summary.leakage > 0) {
       process.stderr.write(
         `vtnode: leakage check failed: ${summary.leakage} eval task(s) have their target text in a train prompt; no tasks written\n`,
+      );
+      return 1;
+    }
+    if (summary.tasks === 0) {
+      process.stderr.write(
+        'vtnode: no tasks mined: every candidate file was skipped (see the reasons); nothing written\n',
       );
       return 1;
     }

@@ -110,6 +110,34 @@ describe('vtnode mine', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it('fails when every candidate was skipped', async () => {
+    const root = await makeRepo({
+      'package.json': vitestPackage,
+      'src/index.ts': "export * from './a.ts';\n",
+      'src/a.ts': 'export const a = 1;\n',
+      'src/a.test.ts': testFile("import { a } from './index.ts';", 'expect(a).toBe(1);'),
+    });
+    const out = join(root, 't.jsonl');
+    const r = await vtnode(['mine', '--root', root, '--out', out, '--kinds', 'file']);
+    expect(r.code).toBe(0); // a.ts is mined through the barrel
+    await writeFile(join(root, 'deny.txt'), 'export const a\n');
+    const denied = await vtnode([
+      'mine',
+      '--root',
+      root,
+      '--out',
+      out,
+      '--kinds',
+      'file',
+      '--deny-terms',
+      join(root, 'deny.txt'),
+    ]);
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toContain('no tasks mined: every candidate file was skipped');
+    expect(denied.stdout).toContain('src/a.ts: contains a denied term');
+    expect(denied.stdout).toContain('nothing written (no tasks)');
+  });
+
   it('lists files refused by --deny-terms', async () => {
     const root = await makeRepo({
       'package.json': vitestPackage,
