@@ -32,6 +32,8 @@ export const JudgeSpec = z.object({
   typecheck: z.array(z.string().min(1)).min(1).nullable(),
   /** True when the tests use timers and may be flaky. */
   flaky: z.boolean().default(false),
+  /** Type-level test files (`*.test-d.ts`) that exercise the target: checked by `typecheck`, never executed. */
+  typeTests: z.array(RelPath).optional(),
 });
 export type JudgeSpec = z.infer<typeof JudgeSpec>;
 

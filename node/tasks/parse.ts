@@ -1,0 +1,267 @@
+import ts from 'typescript';
+
+/** One import-like reference of a file: `import`, `export ... from`, `import()`, `require()`. */
+export interface ImportRef {
+  /** The module specifier as written. */
+  specifier: string;
+  /**
+   * Names taken from the module, by their name IN that module: `default`, a named export, or `*` for a
+   * namespace import, `export * as ns`, a dynamic `import()` or a `require()`. Empty for a side-effect
+   * import and for `export * from` (which passes names through without using them).
+   */
+  names: string[];
+  /** True for `import type` / `export type` (erased at runtime). */
+  typeOnly: boolean;
+  /** For `export ... from`: pairs [name exported here, name in the source module] (`*` for `export *`). */
+  reexports?: [string, string][];
+}
+
+/** What the miner needs to know about one TS/JS file, read with the TypeScript parser (no type-checking). */
+export interface ParsedFile {
+  /** Workspace-relative POSIX path. */
+  path: string;
+  /** Full text. */
+  text: string;
+  /** Every import-like reference, in source order. */
+  imports: ImportRef[];
+  /** Names this file exports from its own declarations (`default` for a default export). */
+  exports: string[];
+  /** Every top-level declared name (exported or not), in source order. */
+  declarations: string[];
+  /** True when the file declares nothing and only re-exports other files (a barrel). */
+  barrel: boolean;
+  /** True when the code uses timers (setTimeout, fake timers, system time, node:timers, mock.timers). */
+  usesTimers: boolean;
+}
+
+/** A file the parser could not read: the first syntax error, with its position. */
+export interface ParseFailure {
+  path: string;
+  error: string;
+}
+
+/** Identifiers that mean a file relies on timers or the clock. */
+const TIMER_NAMES = new Set([
+  'setTimeout',
+  'setInterval',
+  'setImmediate',
+  'useFakeTimers',
+  'advanceTimersByTime',
+  'advanceTimersByTimeAsync',
+  'advanceTimersToNextTimer',
+  'runAllTimers',
+  'runAllTimersAsync',
+  'runOnlyPendingTimers',
+  'setSystemTime',
+]);
+const TIMER_MODULES = new Set(['timers', 'node:timers', 'timers/promises', 'node:timers/promises']);
+
+function scriptKind(path: string): ts.ScriptKind {
+  if (path.endsWith('.tsx')) return ts.ScriptKind.TSX;
+  if (path.endsWith('.jsx')) return ts.ScriptKind.JSX;
+  if (/\.[cm]?ts$/.test(path)) return ts.ScriptKind.TS;
+  return ts.ScriptKind.JS;
+}
+
+function hasModifier(node: ts.Node, kind: ts.SyntaxKind): boolean {
+  return ts.canHaveModifiers(node) && (ts.getModifiers(node)?.some((m) => m.kind === kind) ?? false);
+}
+
+function bindingNames(name: ts.BindingName, out: string[]): void {
+  if (ts.isIdentifier(name)) out.push(name.text);
+  else
+    for (const el of name.elements) {
+      if (!ts.isOmittedExpression(el)) bindingNames(el.name, out);
+    }
+}
+
+/** `module.exports`, or the X of `exports.X` / `module.exports.X`. */
+function exportsTarget(node: ts.Expression): { whole: boolean; name?: string } | null {
+  if (!ts.isPropertyAccessExpression(node)) return null;
+  const obj = node.expression;
+  if (ts.isIdentifier(obj) && obj.text === 'module' && node.name.text === 'exports') return { whole: true };
+  if (ts.isIdentifier(obj) && obj.text === 'exports') return { whole: false, name: node.name.text };
+  if (exportsTarget(obj)?.whole) return { whole: false, name: node.name.text };
+  return null;
+}
+
+/** Names a CommonJS assignment exports: `exports.a = `, `module.exports = { a, b }`, `module.exports = f`. */
+function commonJsExports(expr: ts.Expression): string[] {
+  if (!ts.isBinaryExpression(expr) || expr.operatorToken.kind !== ts.SyntaxKind.EqualsToken) return [];
+  const target = exportsTarget(expr.left);
+  if (!target) return [];
+  if (!target.whole) return target.name ? [target.name] : [];
+  const right = expr.right;
+  if (!ts.isObjectLiteralExpression(right)) return ['default'];
+  const names: string[] = [];
+  for (const p of right.properties)
+    if (p.name && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name))) names.push(p.name.text);
+  return names;
+}
+
+function moduleName(node: ts.Expression | undefined): string | null {
+  return node && ts.isStringLiteralLike(node) ? node.text : null;
+}
+
+/** Parses `text` as the file at `path`; a syntax error gives a ParseFailure naming line and column. */
+export function parseFile(path: string, text: string): ParsedFile | ParseFailure {
+  const sf = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, scriptKind(path));
+  const diagnostics =
+    (sf as unknown as { parseDiagnostics?: ts.DiagnosticWithLocation[] }).parseDiagnostics ?? [];
+  const first = diagnostics[0];
+  if (first) {
+    const { line, character } = sf.getLineAndCharacterOfPosition(first.start);
+    return {
+      path,
+      error: `syntax error at ${line + 1}:${character + 1}: ${ts.flattenDiagnosticMessageText(first.messageText, ' ')}`,
+    };
+  }
+
+  const imports: ImportRef[] = [];
+  const exports: string[] = [];
+  const declarations: string[] = [];
+  let declaresSomething = false;
+  let reexportsSomething = false;
+
+  const declare = (names: string[], exported: boolean, isDefault = false) => {
+    declaresSomething = true;
+    declarations.push(...names);
+    if (exported) exports.push(...(isDefault ? ['default'] : names));
+  };
+
+  for (const stmt of sf.statements) {
+    const exported = hasModifier(stmt, ts.SyntaxKind.ExportKeyword);
+    const isDefault = hasModifier(stmt, ts.SyntaxKind.DefaultKeyword);
+    if (ts.isImportDeclaration(stmt)) {
+      const spec = moduleName(stmt.moduleSpecifier);
+      if (spec === null) continue;
+      const clause = stmt.importClause;
+      // A side-effect import (`import './x'`) takes no names: it only runs the module.
+      const names: string[] = [];
+      if (clause) {
+        if (clause.name) names.push('default');
+        const nb = clause.namedBindings;
+        if (nb && ts.isNamespaceImport(nb)) names.push('*');
+        else if (nb) for (const el of nb.elements) names.push((el.propertyName ?? el.name).text);
+      }
+      const typeOnly =
+        clause?.isTypeOnly === true ||
+        (clause !== undefined &&
+          !clause.name &&
+          clause.namedBindings !== undefined &&
+          ts.isNamedImports(clause.namedBindings) &&
+          clause.namedBindings.elements.length > 0 &&
+          clause.namedBindings.elements.every((e) => e.isTypeOnly));
+      imports.push({ specifier: spec, names, typeOnly });
+    } else if (ts.isImportEqualsDeclaration(stmt)) {
+      if (ts.isExternalModuleReference(stmt.moduleReference)) {
+        const spec = moduleName(stmt.moduleReference.expression);
+        if (spec !== null) imports.push({ specifier: spec, names: ['*'], typeOnly: stmt.isTypeOnly });
+      }
+      declare([stmt.name.text], exported);
+    } else if (ts.isExportDeclaration(stmt)) {
+      const spec = moduleName(stmt.moduleSpecifier);
+      const clause = stmt.exportClause;
+      if (spec !== null) {
+        reexportsSomething = true;
+        const pairs: [string, string][] = [];
+        if (!clause) pairs.push(['*', '*']);
+        else if (ts.isNamespaceExport(clause)) pairs.push([clause.name.text, '*']);
+        else for (const el of clause.elements) pairs.push([el.name.text, (el.propertyName ?? el.name).text]);
+        // `export * from` uses no name by itself; consumers' imports are followed through it.
+        imports.push({
+          specifier: spec,
+          names: [...new Set(pairs.filter(([as]) => as !== '*').map(([, from]) => from))],
+          typeOnly: stmt.isTypeOnly,
+          reexports: pairs,
+        });
+      } else if (clause && ts.isNamedExports(clause)) {
+        // `export { a, b as c }` of local declarations
+        for (const el of clause.elements) exports.push(el.name.text);
+      }
+    } else if (ts.isExportAssignment(stmt)) {
+      declaresSomething = true;
+      exports.push('default');
+    } else if (ts.isVariableStatement(stmt)) {
+      const names: string[] = [];
+      for (const d of stmt.declarationList.declarations) bindingNames(d.name, names);
+      declare(names, exported);
+    } else if (
+      ts.isFunctionDeclaration(stmt) ||
+      ts.isClassDeclaration(stmt) ||
+      ts.isInterfaceDeclaration(stmt) ||
+      ts.isTypeAliasDeclaration(stmt) ||
+      ts.isEnumDeclaration(stmt) ||
+      ts.isModuleDeclaration(stmt)
+    ) {
+      const name = stmt.name && ts.isIdentifier(stmt.name) ? stmt.name.text : isDefault ? 'default' : null;
+      if (name === null) continue;
+      // `export default function f` declares f and exports `default`.
+      declare([name], exported, isDefault);
+    } else {
+      // expression statements, etc.: code that runs, so the file is not a pure barrel
+      if (!ts.isEmptyStatement(stmt)) declaresSomething = true;
+      if (ts.isExpressionStatement(stmt)) exports.push(...commonJsExports(stmt.expression));
+    }
+  }
+
+  // Dynamic import(), require() and timer use anywhere in the file (identifiers, not text in strings).
+  let usesTimers = false;
+  const visit = (node: ts.Node): void => {
+    if (ts.isIdentifier(node)) {
+      if (TIMER_NAMES.has(node.text)) usesTimers = true;
+      // node:test's `mock.timers`
+      else if (
+        node.text === 'timers' &&
+        ts.isPropertyAccessExpression(node.parent) &&
+        node.parent.name === node &&
+        ts.isIdentifier(node.parent.expression) &&
+        node.parent.expression.text === 'mock'
+      )
+        usesTimers = true;
+    } else if (ts.isCallExpression(node)) {
+      const callee = node.expression;
+      const isImport = callee.kind === ts.SyntaxKind.ImportKeyword;
+      const isRequire = ts.isIdentifier(callee) && callee.text === 'require' && node.arguments.length === 1;
+      if (isImport || isRequire) {
+        const spec = moduleName(node.arguments[0]);
+        // `const { a, b: c } = require('./x')` takes a and b; anything else may use every export.
+        const parent = node.parent;
+        let names = ['*'];
+        if (
+          isRequire &&
+          ts.isVariableDeclaration(parent) &&
+          parent.initializer === node &&
+          ts.isObjectBindingPattern(parent.name) &&
+          parent.name.elements.every((e) => !e.dotDotDotToken)
+        )
+          names = parent.name.elements.map((e) =>
+            e.propertyName && ts.isIdentifier(e.propertyName)
+              ? e.propertyName.text
+              : ts.isIdentifier(e.name)
+                ? e.name.text
+                : '*',
+          );
+        if (spec !== null) imports.push({ specifier: spec, names, typeOnly: false });
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  ts.forEachChild(sf, visit);
+  if (imports.some((i) => TIMER_MODULES.has(i.specifier))) usesTimers = true;
+
+  return {
+    path,
+    text,
+    imports,
+    exports: [...new Set(exports)],
+    declarations: [...new Set(declarations)],
+    barrel: reexportsSomething && !declaresSomething,
+    usesTimers,
+  };
+}
+
+/** Narrows a parse result. */
+export function isParseFailure(r: ParsedFile | ParseFailure): r is ParseFailure {
+  return 'error' in r;
+}

@@ -1,0 +1,177 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, posix, relative, sep } from 'node:path';
+import ts from 'typescript';
+
+/** The parts of a package.json the miner reads. */
+export interface PackageJson {
+  name?: string;
+  main?: string;
+  module?: string;
+  types?: string;
+  exports?: unknown;
+  workspaces?: string[] | { packages?: string[] };
+  scripts?: Record<string, string>;
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
+
+/** One package of the workspace: the root package, or a member of a monorepo. */
+export interface WorkspacePackage {
+  /** Workspace-relative directory, `''` for the root. */
+  dir: string;
+  /** Package name from package.json (the directory name when it has none). */
+  name: string;
+  json: PackageJson;
+}
+
+/** A tsconfig the miner found: its module resolution settings and the files it covers. */
+export interface TsConfigInfo {
+  /** Workspace-relative path of the tsconfig file. */
+  path: string;
+  /** Workspace-relative directory `paths` targets are resolved against. */
+  pathsBase: string;
+  /** `compilerOptions.paths`, as written. */
+  paths: Record<string, string[]>;
+  /** Workspace-relative files the config type-checks. */
+  covers: Set<string>;
+}
+
+/** What the miner knows about the repository before reading any code. */
+export interface ProjectInfo {
+  root: string;
+  /** The root package.json, or null if there is none. */
+  rootPackage: PackageJson | null;
+  /** Monorepo members (not the root), longest directory first. */
+  packages: WorkspacePackage[];
+  /** Directories with their own package.json that are not workspace members: separate projects. */
+  foreign: string[];
+  /** tsconfig.json of the root and of each member that has one. */
+  tsconfigs: TsConfigInfo[];
+  /** Every file of the workspace (see listWorkspaceFiles), minus foreign projects. */
+  files: string[];
+  /** Config files present at the root (vitest.config.ts, jest.config.js, ...), by name. */
+  rootConfigs: string[];
+}
+
+function readJson(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** Converts a workspace glob (`packages/*`, `apps/**`, `tools/cli`) to a RegExp over directory paths. */
+export function workspaceGlob(pattern: string): RegExp {
+  const clean = pattern.replace(/^\.\//, '').replace(/\/+$/, '');
+  const src = clean
+    .split('/')
+    .map((seg) => (seg === '**' ? '.*' : seg.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')))
+    .join('/');
+  return new RegExp(`^${src}$`);
+}
+
+function workspacePatterns(root: string, json: PackageJson | null): string[] {
+  const ws = json?.workspaces;
+  const fromPkg = Array.isArray(ws) ? ws : (ws?.packages ?? []);
+  const out = [...fromPkg];
+  const pnpm = join(root, 'pnpm-workspace.yaml');
+  if (existsSync(pnpm)) {
+    // The `packages:` list of pnpm-workspace.yaml: `- 'packages/*'` lines under it.
+    let inPackages = false;
+    for (const line of readFileSync(pnpm, 'utf8').split('\n')) {
+      if (/^packages\s*:/.test(line)) inPackages = true;
+      else if (/^\S/.test(line)) inPackages = false;
+      else if (inPackages) {
+        const m = /^\s*-\s*['"]?([^'"#]+?)['"]?\s*(#.*)?$/.exec(line);
+        if (m?.[1]) out.push(m[1]);
+      }
+    }
+  }
+  return out;
+}
+
+function loadTsConfig(root: string, rel: string): TsConfigInfo | null {
+  const abs = join(root, rel);
+  const read = ts.readConfigFile(abs, ts.sys.readFile);
+  if (read.error) return null;
+  const dir = posix.dirname(rel);
+  const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, join(root, dir), undefined, abs);
+  const toRel = (p: string) => relative(root, p).split(sep).join('/');
+  const base =
+    (parsed.options['pathsBasePath'] as string | undefined) ?? parsed.options.baseUrl ?? join(root, dir);
+  return {
+    path: rel,
+    pathsBase: toRel(parsed.options.baseUrl ?? base),
+    paths: (parsed.options.paths as Record<string, string[]> | undefined) ?? {},
+    covers: new Set(parsed.fileNames.map(toRel)),
+  };
+}
+
+/** Reads package.json files, workspace members and tsconfigs of the repository at `root`. */
+export function readProject(root: string, allFiles: string[]): ProjectInfo {
+  const rootPackage = readJson(join(root, 'package.json')) as PackageJson | null;
+  const patterns = workspacePatterns(root, rootPackage);
+  const include = patterns.filter((p) => !p.startsWith('!')).map(workspaceGlob);
+  const exclude = patterns.filter((p) => p.startsWith('!')).map((p) => workspaceGlob(p.slice(1)));
+
+  const packages: WorkspacePackage[] = [];
+  const foreign: string[] = [];
+  const pkgDirs = allFiles
+    .filter((f) => f === 'package.json' || f.endsWith('/package.json'))
+    .map((f) => posix.dirname(f))
+    .filter((d) => d !== '.')
+    .sort((a, b) => a.length - b.length);
+  for (const dir of pkgDirs) {
+    if (foreign.some((f) => dir.startsWith(`${f}/`))) continue;
+    const member = include.some((re) => re.test(dir)) && !exclude.some((re) => re.test(dir));
+    if (!member) {
+      foreign.push(dir);
+      continue;
+    }
+    const json = (readJson(join(root, dir, 'package.json')) as PackageJson | null) ?? {};
+    packages.push({ dir, name: json.name ?? posix.basename(dir), json });
+  }
+  packages.sort((a, b) => b.dir.length - a.dir.length);
+
+  const files = allFiles.filter((f) => !foreign.some((d) => f.startsWith(`${d}/`)));
+  const tsconfigs: TsConfigInfo[] = [];
+  for (const dir of ['', ...packages.map((p) => p.dir)]) {
+    const rel = dir === '' ? 'tsconfig.json' : `${dir}/tsconfig.json`;
+    if (!files.includes(rel)) continue;
+    const info = loadTsConfig(root, rel);
+    if (info) tsconfigs.push(info);
+  }
+  tsconfigs.sort((a, b) => b.path.length - a.path.length);
+  const rootConfigs = files.filter(
+    (f) => !f.includes('/') && /\.config\.[cm]?[jt]s$|^\.mocharc|^jest\.config/.test(f),
+  );
+  return { root, rootPackage, packages, foreign, tsconfigs, files, rootConfigs };
+}
+
+/** The monorepo member owning `path`, or null for the root package. */
+export function packageOf(project: ProjectInfo, path: string): WorkspacePackage | null {
+  return project.packages.find((p) => path.startsWith(`${p.dir}/`)) ?? null;
+}
+
+/** The nearest tsconfig at or above `path`'s package (the member's own, else the root's). */
+export function tsconfigFor(project: ProjectInfo, path: string): TsConfigInfo | null {
+  return (
+    project.tsconfigs.find((c) => {
+      const dir = posix.dirname(c.path);
+      return dir === '.' || path.startsWith(`${dir}/`);
+    }) ?? null
+  );
+}
+
+/** All dependency names declared by the root package and every member. */
+export function declaredDependencies(project: ProjectInfo): Set<string> {
+  const out = new Set<string>();
+  for (const json of [project.rootPackage, ...project.packages.map((p) => p.json)]) {
+    for (const field of ['dependencies', 'devDependencies', 'peerDependencies'] as const) {
+      for (const name of Object.keys(json?.[field] ?? {})) out.add(name);
+    }
+  }
+  return out;
+}
