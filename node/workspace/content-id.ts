@@ -73,14 +73,25 @@ export async function workspaceIdentity(root: string): Promise<WorkspaceIdentity
     files = [];
     await walk(root, root, files);
   }
+  // Hash files concurrently (bounded): a large repository is I/O-bound, not CPU-bound.
+  const sorted = files.sort();
+  const hashes: (string | null)[] = new Array(sorted.length).fill(null);
+  let next = 0;
+  const worker = async () => {
+    while (next < sorted.length) {
+      const i = next++;
+      const full = join(root, sorted[i]!);
+      const st = await stat(full).catch(() => null);
+      if (st?.isFile()) hashes[i] = await hashFile(full); // else: deleted in the working tree
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(32, sorted.length) }, worker));
   const present: string[] = [];
   const h = createHash('sha256');
-  for (const file of files.sort()) {
-    const full = join(root, file);
-    const st = await stat(full).catch(() => null);
-    if (!st?.isFile()) continue; // deleted in the working tree
+  for (const [i, file] of sorted.entries()) {
+    if (hashes[i] === null) continue;
     present.push(file);
-    h.update(`${file}\0${await hashFile(full)}\n`);
+    h.update(`${file}\0${hashes[i]}\n`);
   }
   return { id: `sha256:${h.digest('hex')}`, commit, clean, files: present };
 }
