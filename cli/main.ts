@@ -50,17 +50,17 @@ async function main(argv: string[]): Promise<number> {
   return await cmd.run(rest);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    if (err instanceof CliError) {
-      process.stderr.write(`vtnode: ${err.message}\n`);
-      process.exitCode = err.exitCode;
-    } else {
-      process.stderr.write(`vtnode: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = 1;
-    }
-  },
-);
+/** Exits once stdout has flushed (a libp2p timer or a model-server probe must not keep a finished command alive). */
+function exit(code: number): void {
+  process.stdout.write('', () => process.exit(code));
+}
+
+main(process.argv.slice(2)).then(exit, (err: unknown) => {
+  if (err instanceof CliError) {
+    process.stderr.write(`vtnode: ${err.message}\n`);
+    exit(err.exitCode);
+  } else {
+    process.stderr.write(`vtnode: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    exit(1);
+  }
+});

@@ -14,6 +14,8 @@ export const nodeOptions = {
   'model-server': { type: 'string', multiple: true },
   workspace: { type: 'string', multiple: true },
   'advert-interval': { type: 'string' },
+  'max-jobs': { type: 'string' },
+  unconfined: { type: 'boolean' },
 } as const;
 
 export const nodeOptionsUsage = `Node options (saved in the data dir, so \`vtnode start\` reuses them):
@@ -25,7 +27,9 @@ export const nodeOptionsUsage = `Node options (saved in the data dir, so \`vtnod
   --private-host           do not advertise this machine's host name
   --model-server URL       OpenAI-compatible server, repeatable (default: detect local servers)
   --workspace DIR          built checkout this node scores against, repeatable
-  --advert-interval DUR    how often to advertise (default 5s)`;
+  --advert-interval DUR    how often to advertise (default 5s)
+  --max-jobs N             jobs (k samples of one task each) run at once (default 2)
+  --unconfined             score candidates WITHOUT the sandbox: trusted input only`;
 
 export function dataDirFrom(values: { 'data-dir'?: string }): DataDir {
   return new DataDir(resolveDataDir(values['data-dir']));
@@ -54,6 +58,8 @@ export function mergeConfig(
     'model-server'?: string[];
     workspace?: string[];
     'advert-interval'?: string;
+    'max-jobs'?: string;
+    unconfined?: boolean;
   },
 ): NodeConfig {
   const config = { ...saved };
@@ -77,5 +83,12 @@ export function mergeConfig(
       throw new CliError(`--advert-interval ${values['advert-interval']}: expected e.g. 5s`, 2);
     config.advertIntervalMs = ms;
   }
+  if (values['max-jobs'] !== undefined) {
+    const n = Number(values['max-jobs']);
+    if (!Number.isInteger(n) || n < 1 || n > 64)
+      throw new CliError(`--max-jobs ${values['max-jobs']}: expected 1-64`, 2);
+    config.maxJobs = n;
+  }
+  if (values.unconfined !== undefined) config.unconfined = values.unconfined;
   return config;
 }

@@ -11,7 +11,11 @@ import { logger } from './logger.ts';
 import type { ModelService } from './models/service.ts';
 import { DEFAULT_PORT, portFree, withoutPeerId } from './net.ts';
 import { type FleetStatus, nodeStatus } from './status.ts';
+import { CAMPAIGN_DB, openCampaignStore } from './submitter/campaign-store.ts';
+import { jobDialer } from './submitter/runner.ts';
+import { createCampaignService } from './submitter/service.ts';
 import { memory } from './system.ts';
+import { startWorkerRole, type WorkerRole } from './worker/role.ts';
 import { workspaceIdentity } from './workspace/content-id.ts';
 
 export interface DaemonOptions {
@@ -62,10 +66,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   state.boots += 1;
   await dataDir.writeState(state);
 
-  const workspaces: string[] = [];
+  const workspaces = new Map<string, string>();
   for (const dir of config.workspaces) {
     const id = await workspaceIdentity(dir);
-    workspaces.push(id.id);
+    workspaces.set(id.id, dir);
     log('workspace %s has content id %s', dir, id.id);
   }
 
@@ -84,6 +88,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       .map((ma) => withoutPeerId(ma.toString()))
       .filter((a) => !a.includes('/ip4/0.0.0.0/'));
 
+  // Set once the worker role is up (after the fleet, so the node appears at once).
+  let worker: WorkerRole | null = null;
   const describe = (): AdvertBody => {
     const mem = memory();
     return {
@@ -92,11 +98,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       addrs: addrs().slice(0, 16),
       models: options.models?.models() ?? [],
       memory: { total: mem.total, free: mem.free, reserved: 0 },
-      load: options.models?.load() ?? { queued: 0, running: 0, capacity: 0 },
+      load: worker?.load() ?? { queued: 0, running: 0, capacity: 0 },
       warm: options.models?.warm.entries() ?? [],
-      workspaces,
-      sandbox: { backend: 'none', ok: false, detail: 'no scorer configured' },
-      roles: ['worker'],
+      workspaces: [...workspaces.keys()],
+      sandbox: worker?.sandbox() ?? { backend: 'none', ok: false, detail: 'serves no model' },
+      roles: worker ? ['worker', 'submitter'] : ['submitter'],
     };
   };
 
@@ -126,6 +132,31 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     knownPeers: state.peers,
     onChange: savePeers,
   });
+  worker = options.models
+    ? await startWorkerRole({
+        host,
+        peerId,
+        dataDir,
+        models: options.models,
+        workspaces,
+        unconfined: config.unconfined,
+        maxJobs: config.maxJobs,
+        onChange: () => fleetMembership.touch(),
+        ...(process.env['VTNODE_TEST_INFLATE_REWARDS'] === '1' ? { inflateRewards: true } : {}),
+      })
+    : null;
+  const campaignStore = openCampaignStore({ path: dataDir.path(CAMPAIGN_DB) });
+  const campaigns = createCampaignService({
+    store: campaignStore,
+    peerId,
+    nodes: () => fleetMembership.view.nodes(),
+    dial: jobDialer(host, peerId, (signal) => {
+      if (!worker) throw new Error('this node runs no worker');
+      const wire = worker.executor.local();
+      signal.addEventListener('abort', () => wire.abort(new Error('aborted')), { once: true });
+      return wire;
+    }),
+  });
   const unsubscribeModels = options.models?.onChange(() => fleetMembership.touch());
   const onWarm = () => fleetMembership.touch();
   options.models?.warm.addEventListener('change', onWarm);
@@ -151,6 +182,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       unsubscribeModels?.();
       options.models?.warm.removeEventListener('change', onWarm);
       if (saving) clearTimeout(saving);
+      await campaigns.stop();
+      campaignStore.close();
+      await worker?.stop();
       await fleetMembership.stop();
       // Let the leaving advert reach the mesh before the connections close.
       await new Promise((r) => setTimeout(r, 300));
@@ -177,6 +211,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         adverts: fleetMembership.advertDelays(),
       }),
       'GET /addrs': () => ({ peerId, addrs: addrs().map((a) => `${a}/p2p/${peerId}`) }),
+      'POST /campaign/start': (body) => campaigns.start(body),
+      'POST /campaign/status': (body) => campaigns.status(body),
+      'POST /campaign/cancel': (body) => campaigns.cancel(body),
       'POST /leave': () => {
         setTimeout(() => void stop(), 10);
         return { leaving: true };

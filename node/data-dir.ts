@@ -41,6 +41,10 @@ export const NodeConfig = z.object({
   workspaces: z.array(z.string()).default([]),
   /** Advert interval, ms. */
   advertIntervalMs: z.number().int().min(200).default(5000),
+  /** Run candidates without the sandbox (trusted input only). */
+  unconfined: z.boolean().default(false),
+  /** Jobs (k samples of one task each) the node runs at once. */
+  maxJobs: z.number().int().min(1).max(64).default(2),
 });
 export type NodeConfig = z.infer<typeof NodeConfig>;
 

@@ -6,7 +6,7 @@ export interface LeaseBookOptions {
 }
 
 /** Why a job's lease ended before all its samples came back. */
-export type ReleaseCause = 'refused' | 'failed' | 'disconnected' | 'deadline' | 'cancelled';
+export type ReleaseCause = 'refused' | 'busy' | 'failed' | 'disconnected' | 'deadline' | 'cancelled';
 
 /** A job: the samples of one (task, model) leased to one node until a deadline. */
 export interface Lease {
@@ -130,6 +130,8 @@ interface Work {
   model: string;
   samples: Map<number, SampleState>;
   attempts: number;
+  /** Placements released because the node was busy (not counted against maxAttempts). */
+  busy: number;
   activeJob: string | null;
   refusedBy: Set<string>;
 }
@@ -203,7 +205,10 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
     close(job);
     const work = works.get(workKey(job.taskId, job.model))!;
     if (cause === 'refused' || cause === 'failed') work.refusedBy.add(job.peerId);
-    const giveUp = work.attempts >= maxAttempts;
+    // A busy node (all its slots taken, e.g. by another submitter) is back-pressure, not a failure:
+    // it neither excludes the node nor uses up an attempt.
+    if (cause === 'busy') work.busy++;
+    const giveUp = cause !== 'busy' && work.attempts - work.busy >= maxAttempts;
     const back: number[] = [];
     for (const sample of [...job.open].sort((a, b) => a - b)) {
       const state = work.samples.get(sample)!;
@@ -233,7 +238,15 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       const key = workKey(taskId, model);
       let work = works.get(key);
       if (!work) {
-        work = { taskId, model, samples: new Map(), attempts: 0, activeJob: null, refusedBy: new Set() };
+        work = {
+          taskId,
+          model,
+          samples: new Map(),
+          attempts: 0,
+          busy: 0,
+          activeJob: null,
+          refusedBy: new Set(),
+        };
         works.set(key, work);
       }
       work.attempts = Math.max(work.attempts, previousAttempts);

@@ -10,6 +10,8 @@ const execFileAsync = promisify(execFile);
 /** Top-level entries never copied into a box: heavy read-only trees are linked, VCS data is left out. */
 const LINKED = new Set(['node_modules']);
 const SKIPPED = new Set(['.git']);
+/** Cache folders inside node_modules that tools write: each box gets its own (empty) instead. */
+const BOX_CACHES = new Set(['.vite', '.vite-temp', '.cache']);
 
 export interface Box {
   /** Absolute path of the box (the copy of the workspace). */
@@ -68,7 +70,12 @@ export async function createBox(options: CreateBoxOptions): Promise<Box> {
     const linked: string[] = [];
     for (const e of entries.filter((x) => LINKED.has(x))) {
       const real = await realpath(join(workspace, e));
-      await symlink(real, join(dir, e));
+      // A real folder of per-entry links, not one link: tools write caches beside the packages
+      // (vite bundles vitest.config.ts into node_modules/.vite-temp), and those must land in the box.
+      await mkdir(join(dir, e), { mode: 0o755 });
+      for (const pkg of await readdir(real)) {
+        if (!BOX_CACHES.has(pkg)) await symlink(join(real, pkg), join(dir, e, pkg));
+      }
       linked.push(real);
     }
     for (const [rel, content] of Object.entries(options.overlay ?? {})) {

@@ -38,9 +38,13 @@ function side<In extends z.ZodType, Out>(
       }
       const next = await new Promise<IteratorResult<unknown>>((resolve, reject) => {
         inbox.waiters.push(resolve);
-        options?.signal?.addEventListener('abort', () => reject(new FrameError('aborted', peer, protocol, 'aborted')), {
-          once: true,
-        });
+        options?.signal?.addEventListener(
+          'abort',
+          () => reject(new FrameError('aborted', peer, protocol, 'aborted')),
+          {
+            once: true,
+          },
+        );
       });
       if (next.done) return read();
       inbox.queue.unshift(next.value);

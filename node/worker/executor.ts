@@ -1,13 +1,12 @@
-import type { Connection } from '@libp2p/interface';
 import {
-  JobRequest,
+  type JobRequest,
   MAX_JOB_FRAME_BYTES,
   type RefusalReason,
   type SampleResult,
   SubmitterMessage,
   sampleId,
   sampleSeed,
-  type WorkerMessage,
+  WorkerMessage,
 } from '../../protocol/job.ts';
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
@@ -16,6 +15,7 @@ import { logger } from '../logger.ts';
 import type { Sample, SampleOutcome } from '../models/adapter.ts';
 import type { ModelService } from '../models/service.ts';
 import type { Framed } from '../wire/framed.ts';
+import { localPair } from '../wire/local.ts';
 import { handleFramed, type StreamHost } from '../wire/streams.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
 
@@ -46,6 +46,8 @@ export interface JobExecutorOptions {
 
 export interface JobExecutor {
   start(): Promise<void>;
+  /** A job stream to this node's own executor (a node runs jobs on itself without dialling). */
+  local(): Framed<WorkerMessage, SubmitterMessage>;
   load(): { queued: number; running: number; capacity: number };
   /** Aborts running jobs (their submitters re-place the rest) and stops accepting new ones. */
   stop(): Promise<void>;
@@ -87,17 +89,19 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     return wire.send({ type: 'refused', jobId, reason, message });
   }
 
-  function refusal(job: JobRequest, connection: Connection): [RefusalReason, string] | null {
-    if (job.submitter !== connection.remotePeer.toString()) {
-      return ['bad-request', `the job names submitter ${job.submitter} but came from ${connection.remotePeer}`];
+  function refusal(job: JobRequest, remotePeer: string): [RefusalReason, string] | null {
+    if (job.submitter !== remotePeer) {
+      return ['bad-request', `the job names submitter ${job.submitter} but came from ${remotePeer}`];
     }
     if (stopped) return ['full', 'the node is shutting down'];
     if (!options.scorer) return ['sandbox-unavailable', 'this node has no working sandbox'];
     if (!options.workspaces.has(job.task.workspace.id)) {
       return ['workspace-missing', `this node does not hold workspace ${job.task.workspace.id}`];
     }
-    if (!options.models.adapterFor(job.model)) return ['model-missing', `no server of this node serves ${job.model}`];
-    if (running.size >= options.maxJobs) return ['full', `${running.size} of ${options.maxJobs} job slots busy`];
+    if (!options.models.adapterFor(job.model))
+      return ['model-missing', `no server of this node serves ${job.model}`];
+    if (running.size >= options.maxJobs)
+      return ['full', `${running.size} of ${options.maxJobs} job slots busy`];
     return null;
   }
 
@@ -124,7 +128,12 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     };
   }
 
-  async function scoreSample(job: JobRequest, index: number, sample: Sample, signal: AbortSignal): Promise<SampleBody> {
+  async function scoreSample(
+    job: JobRequest,
+    index: number,
+    sample: Sample,
+    signal: AbortSignal,
+  ): Promise<SampleBody> {
     const workspaceDir = options.workspaces.get(job.task.workspace.id)!;
     const seed = sampleSeed(job.sampling.seedBase, index);
     const candidate = sample.extract.ok ? sample.extract.code : sample.text;
@@ -140,7 +149,13 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       };
     } else {
       const r = await scoring(() =>
-        options.scorer!.score({ task: job.task, workspaceDir, candidate, truncated: sample.truncated, signal }),
+        options.scorer!.score({
+          task: job.task,
+          workspaceDir,
+          candidate,
+          truncated: sample.truncated,
+          signal,
+        }),
       );
       score = {
         reward: options.inflateRewards ? 1 : r.reward,
@@ -200,7 +215,11 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       messages: job.task.messages,
       k: todo.length,
       seeds: todo.map((i) => sampleSeed(job.sampling.seedBase, i)),
-      sampling: { temperature: job.sampling.temperature, topP: job.sampling.topP, maxTokens: job.sampling.maxTokens },
+      sampling: {
+        temperature: job.sampling.temperature,
+        topP: job.sampling.topP,
+        maxTokens: job.sampling.maxTokens,
+      },
       promptFingerprint: job.task.promptFingerprint,
       signal,
     });
@@ -211,6 +230,19 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         break;
       }
       const index = todo[outcome.index]!;
+      await wire.send({
+        type: 'generated',
+        jobId: job.jobId,
+        index,
+        usage: {
+          prompt: outcome.usage.promptTokens,
+          completion: outcome.usage.completionTokens,
+          cached: outcome.usage.cachedTokens,
+        },
+        warm: outcome.warm.warm === 'warm',
+        latencyMs: outcome.latencyMs,
+        tokensPerSecond: outcome.tokensPerSecond,
+      });
       // Score while the next samples generate.
       pending.push(
         scoreSample(job, index, outcome, signal)
@@ -229,7 +261,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     if (failure) throw Object.assign(new Error(failure.message), { reason: failure.reason });
   }
 
-  async function serve(wire: Wire, connection: Connection): Promise<void> {
+  async function serve(wire: Wire, remotePeer: string): Promise<void> {
     let first: SubmitterMessage | undefined;
     try {
       first = await wire.read();
@@ -243,7 +275,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       return;
     }
     const job = first;
-    const why = refusal(job, connection);
+    const why = refusal(job, remotePeer);
     if (why) {
       await refuse(wire, job.jobId, ...why);
       return;
@@ -276,7 +308,14 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       const e = err as Error & { reason?: 'model-error' | 'sandbox-error' };
       const cause = (abort.signal.reason as Error | undefined)?.message;
       const reason =
-        e.reason ?? (cause === 'deadline' ? 'deadline' : cause === 'cancelled' ? 'cancelled' : stopped ? 'shutdown' : 'internal');
+        e.reason ??
+        (cause === 'deadline'
+          ? 'deadline'
+          : cause === 'cancelled'
+            ? 'cancelled'
+            : stopped
+              ? 'shutdown'
+              : 'internal');
       log.warn('job %s failed (%s): %s', job.jobId, reason, e.message);
       await wire
         .send({ type: 'end', jobId: job.jobId, status: 'failed', reason, message: e.message.slice(0, 2000) })
@@ -293,10 +332,27 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
 
   return {
     async start() {
-      await handleFramed<typeof SubmitterMessage, WorkerMessage>(options.host, JOB_PROTOCOL, serve, {
-        schema: SubmitterMessage,
-        maxFrameBytes: MAX_JOB_FRAME_BYTES,
+      await handleFramed<typeof SubmitterMessage, WorkerMessage>(
+        options.host,
+        JOB_PROTOCOL,
+        (wire, connection) => serve(wire, connection.remotePeer.toString()),
+        {
+          schema: SubmitterMessage,
+          maxFrameBytes: MAX_JOB_FRAME_BYTES,
+        },
+      );
+    },
+    local() {
+      const [submitterSide, workerSide] = localPair({
+        aReads: WorkerMessage,
+        bReads: SubmitterMessage,
+        protocol: JOB_PROTOCOL,
+        peer: options.peerId,
       });
+      serve(workerSide, options.peerId)
+        .then(() => workerSide.close())
+        .catch((err: Error) => workerSide.abort(err));
+      return submitterSide;
     },
     load() {
       return { queued: 0, running: running.size, capacity: options.scorer ? options.maxJobs : 0 };

@@ -1,0 +1,248 @@
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { type ControlClient, connectControl, NoDaemonError } from '../../node/control/client.ts';
+import { startDaemon } from '../../node/daemon.ts';
+import { createModelService } from '../../node/models/service.ts';
+import type { CampaignStartRequest, CampaignStatus } from '../../node/submitter/service.ts';
+import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+import { dataDirFrom } from '../node-options.ts';
+import { finalSummary, progressLine } from '../progress.ts';
+
+const usage = `Usage: vtnode run --tasks FILE --model ID [-k 8] [options]
+
+Runs a campaign: every task's k samples are placed as one job on the node that holds the task's
+prompt cache (or its rendezvous owner), generated on that node's model server, scored in its
+sandbox, and reported back. The submitter is the node of --data-dir: the running daemon, or, when
+none runs, a node started for the campaign's duration. Progress goes to stderr.
+
+  --tasks FILE          tasks.jsonl (from \`vtnode mine\`)
+  --model ID            model to sample, repeatable (a campaign may target several)
+  -k N                  samples per task and model (default 8)
+  --split S             train | eval | all (default train)
+  --temperature T       sampling temperature (default 0.8)
+  --top-p P             nucleus sampling (default 0.95)
+  --max-tokens N        completion cap per sample; a sample that hits it is truncated, reward 0 (default 4096)
+  --seed N              seed of sample 0; sample i uses seed + i (default 0)
+  --campaign NAME       campaign name (default run-<tasks file hash>)
+  --resume              continue the named campaign (finished samples are not redone)
+  --on-interrupt A      what Ctrl-C does without a terminal to ask: detach | cancel (default detach)
+  --json                print the final summary as one JSON object on stdout
+  --data-dir DIR        the submitter node's data dir`;
+
+interface Values {
+  tasks?: string;
+  model?: string[];
+  k?: string;
+  split?: string;
+  temperature?: string;
+  'top-p'?: string;
+  'max-tokens'?: string;
+  seed?: string;
+  campaign?: string;
+  resume?: boolean;
+  'on-interrupt'?: string;
+}
+
+function numberOption(
+  value: string | undefined,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min || n > max)
+    throw new CliError(`--${name} ${value}: expected a number in [${min}, ${max}]`, 2);
+  return n;
+}
+
+function request(values: Values): CampaignStartRequest {
+  if (!values.tasks) throw new CliError(`--tasks FILE is required\n\n${usage}`, 2);
+  if (!values.model?.length) throw new CliError(`--model ID is required\n\n${usage}`, 2);
+  const split = values.split ?? 'train';
+  if (!['train', 'eval', 'all'].includes(split))
+    throw new CliError(`--split ${split}: expected train, eval or all`, 2);
+  const k = intOption(values.k, 'k', 8);
+  if (k < 1 || k > 256) throw new CliError(`-k ${k}: expected 1-256`, 2);
+  return {
+    tasksFile: resolve(values.tasks),
+    ...(values.campaign ? { name: values.campaign } : {}),
+    models: values.model,
+    k,
+    split: split as CampaignStartRequest['split'],
+    sampling: {
+      temperature: numberOption(values.temperature, 'temperature', 0.8, 0, 2),
+      topP: numberOption(values['top-p'], 'top-p', 0.95, 0.01, 1),
+      maxTokens: intOption(values['max-tokens'], 'max-tokens', 4096) || 4096,
+      seedBase: intOption(values.seed, 'seed', 0),
+    },
+    resume: values.resume ?? false,
+  };
+}
+
+async function askDetachOrCancel(): Promise<'detach' | 'cancel'> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question('\n[d]etach (the campaign goes on in the daemon) or [c]ancel it? ');
+    return answer.trim().toLowerCase().startsWith('c') ? 'cancel' : 'detach';
+  } finally {
+    rl.close();
+  }
+}
+
+export const command: Command = {
+  name: 'run',
+  summary: 'run a campaign: generate and score k samples per task on the fleet',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(
+      argv,
+      {
+        tasks: { type: 'string' },
+        model: { type: 'string', multiple: true },
+        k: { type: 'string', short: 'k' },
+        split: { type: 'string' },
+        temperature: { type: 'string' },
+        'top-p': { type: 'string' },
+        'max-tokens': { type: 'string' },
+        seed: { type: 'string' },
+        campaign: { type: 'string' },
+        resume: { type: 'boolean' },
+        'on-interrupt': { type: 'string' },
+        json: { type: 'boolean' },
+        'data-dir': { type: 'string' },
+      },
+      usage,
+    );
+    const onInterrupt = values['on-interrupt'] ?? 'detach';
+    if (onInterrupt !== 'detach' && onInterrupt !== 'cancel') {
+      throw new CliError(`--on-interrupt ${onInterrupt}: expected detach or cancel`, 2);
+    }
+    const req = request(values);
+    const dataDir = dataDirFrom(values);
+
+    // The submitter: the running daemon, or a node started for the campaign's duration.
+    let control: ControlClient;
+    let ownDaemon: Awaited<ReturnType<typeof startDaemon>> | null = null;
+    try {
+      control = await connectControl(dataDir);
+    } catch (err) {
+      if (!(err instanceof NoDaemonError)) throw err;
+      const fleet = await dataDir.readFleet();
+      if (!fleet)
+        throw new CliError(`${dataDir.root} is not in a fleet: run \`vtnode init\` or \`vtnode join\` first`);
+      const config = await dataDir.readConfig();
+      process.stderr.write('no daemon running for this data dir: starting this node for the campaign\n');
+      ownDaemon = await startDaemon({
+        dataDir,
+        fleet,
+        config,
+        models: createModelService({
+          urls: config.modelServers,
+          autodetect: config.modelServers.length === 0,
+        }),
+      });
+      control = await connectControl(dataDir);
+      // Give the fleet view a moment to fill from the peers' adverts.
+      await new Promise((r) => setTimeout(r, Math.min(3 * config.advertIntervalMs, 6000)));
+    }
+
+    try {
+      let started: { name: string; report: { reused: number; planned: number; changed: unknown[] } };
+      try {
+        started = await control.call('POST', '/campaign/start', req);
+      } catch (err) {
+        throw new CliError(`cannot start the campaign: ${(err as Error).message.replace(/^daemon: /, '')}`);
+      }
+      const { name, report } = started;
+      process.stderr.write(
+        `campaign ${name}: ${report.planned} samples planned` +
+          (report.reused > 0 ? `, ${report.reused} already scored (resumed)` : '') +
+          (report.changed.length > 0
+            ? `, ${report.changed.length} task(s) changed their prompt: redone`
+            : '') +
+          '\n',
+      );
+
+      let interrupted: 'detach' | 'cancel' | null = null;
+      let asking = false;
+      const onSigint = () => {
+        if (interrupted || asking) {
+          interrupted = 'cancel';
+          return;
+        }
+        if (process.stdin.isTTY && !ownDaemon) {
+          asking = true;
+          void askDetachOrCancel().then((a) => {
+            interrupted = a;
+            asking = false;
+          });
+        } else {
+          interrupted = ownDaemon ? 'cancel' : onInterrupt;
+        }
+      };
+      process.on('SIGINT', onSigint);
+      const tty = process.stderr.isTTY;
+      let lastPrinted = 0;
+      let st: CampaignStatus;
+      try {
+        for (;;) {
+          st = await control.call<CampaignStatus>('POST', '/campaign/status', { name });
+          const now = Date.now();
+          if (tty) process.stderr.write(`\r\x1b[K${progressLine(st, now)}`);
+          else if (now - lastPrinted > 5000) {
+            process.stderr.write(`${progressLine(st, now)}\n`);
+            lastPrinted = now;
+          }
+          if (st.status !== 'running') break;
+          if (interrupted === 'cancel') {
+            await control.call('POST', '/campaign/cancel', { name });
+          } else if (interrupted === 'detach') {
+            process.stderr.write(
+              `\ndetached: campaign ${name} goes on in the daemon; \`vtnode run --campaign ${name} --resume ...\` re-attaches\n`,
+            );
+            return 0;
+          }
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      } finally {
+        process.removeListener('SIGINT', onSigint);
+        if (tty) process.stderr.write('\n');
+      }
+      const s = st.summary;
+      if (values.json) {
+        process.stdout.write(
+          `${JSON.stringify({
+            campaign: name,
+            status: st.status,
+            samples: {
+              planned: s.samples.planned,
+              generated: s.samples.generated,
+              scored: s.samples.scored,
+              verified: s.samples.verified,
+            },
+            tasks: s.tasks.map((t) => ({
+              taskId: t.taskId,
+              nodes: t.nodes,
+              samples: t.samples,
+              verified: t.verified,
+            })),
+            cacheHitRate: s.cacheHitRate,
+            tokensPerSecond: s.tokensPerSecond,
+            nodes: s.nodes,
+            models: s.models,
+            problem: st.problem,
+          })}\n`,
+        );
+      } else {
+        process.stderr.write(finalSummary(st));
+      }
+      if (st.status === 'stalled')
+        throw new CliError(`campaign ${name} stalled: ${st.problem ?? 'no eligible node'}`);
+      return st.status === 'done' ? 0 : 130;
+    } finally {
+      await ownDaemon?.stop();
+    }
+  },
+};

@@ -1,0 +1,323 @@
+import { peerIdFromString } from '@libp2p/peer-id';
+import type { FleetNode } from '../../placement/fleet-view.ts';
+import { createLeaseBook, type Lease, type Released } from '../../placement/lease-book.ts';
+import { createPlacer } from '../../placement/placer.ts';
+import { createReputation } from '../../placement/reputation.ts';
+import { createThroughput } from '../../placement/throughput.ts';
+import {
+  type JobRequest,
+  MAX_JOB_FRAME_BYTES,
+  type SubmitterMessage,
+  WorkerMessage,
+} from '../../protocol/job.ts';
+import type { Task } from '../../protocol/task.ts';
+import { JOB_PROTOCOL } from '../../protocol/topics.ts';
+import { logger } from '../logger.ts';
+import type { Framed } from '../wire/framed.ts';
+import { dialFramed, type StreamHost } from '../wire/streams.ts';
+import type { Campaign } from './campaign-store.ts';
+
+/** Opens a job stream to a node; for the node itself, an in-memory pair to its own executor. */
+export type JobDialer = (
+  peerId: string,
+  signal: AbortSignal,
+) => Promise<Framed<WorkerMessage, SubmitterMessage>>;
+
+export interface CampaignRunnerOptions {
+  /** The campaign's persistent state (created or resumed by the campaign store). */
+  campaign: Campaign;
+  /** Tasks of the campaign by id (the full task travels in each job). */
+  tasks: ReadonlyMap<string, Task>;
+  /** This node's peer id (the submitter). */
+  peerId: string;
+  /** The fleet now: called before every placement. */
+  nodes: () => readonly FleetNode[];
+  /** Opens /vtnode/job/1 streams. */
+  dial: JobDialer;
+  /** Time a worker has for one job before it is re-placed, ms (extended on progress). */
+  jobDeadlineMs?: number;
+  /** Placements per (task, model) before its remaining samples are given up. */
+  maxAttempts?: number;
+  /** Load slack ε of the bounded-load rendezvous placement. */
+  epsilon?: number;
+  /** How long to wait for an eligible node before giving up the campaign, ms. */
+  noNodeTimeoutMs?: number;
+  /** Called when progress changes (throttle on the caller's side). */
+  onProgress?: () => void;
+  /** Cancels the campaign: running jobs are cancelled, their samples stay unfinished (a resume runs them). */
+  signal?: AbortSignal;
+}
+
+export interface CampaignOutcome {
+  status: 'done' | 'cancelled' | 'stalled';
+  /** Samples given up after maxAttempts placements. */
+  exhausted: number;
+  /** Why the campaign stalled (no eligible node), when it did. */
+  problem: string | null;
+}
+
+export interface CampaignRunner {
+  /** Resolves when every sample is scored (or given up), the campaign is cancelled or stalls. */
+  readonly done: Promise<CampaignOutcome>;
+  /** Jobs running now, by node. */
+  running(): { jobId: string; taskId: string; peerId: string; samples: number }[];
+  /** The last reason a job could not be placed (shown by the progress display). */
+  problem(): string | null;
+}
+
+/**
+ * The submitter: places each (task, model)'s samples as one job on the node the placer picks (warm
+ * first, then bounded-load rendezvous), streams results into the campaign store, and re-places the
+ * unfinished samples of a job whose worker refuses, fails, disconnects or misses its deadline.
+ */
+export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
+  const log = logger('vtnode:submitter');
+  const { campaign } = options;
+  const deadlineMs = options.jobDeadlineMs ?? 30 * 60_000;
+  const reputation = createReputation();
+  const throughput = createThroughput();
+  const placer = createPlacer({ reputation, weight: throughput.weight, epsilon: options.epsilon ?? 0.1 });
+  const book = createLeaseBook({ maxAttempts: options.maxAttempts ?? 5 });
+  const streams = new Map<string, AbortController>();
+  const busyUntil = new Map<string, number>();
+  let lastProblem: string | null = null;
+  let noNodeSince: number | null = null;
+  let wake: (() => void) | null = null;
+  const poke = () => {
+    wake?.();
+    options.onProgress?.();
+  };
+
+  for (const p of campaign.pending()) book.add(p.taskId, p.model, p.samples, p.attempts);
+
+  function released(r: Released | null, why: string): void {
+    if (!r) return;
+    campaign.released(r.jobId, Date.now());
+    log(
+      'job %s on %s released (%s): %d samples to re-place, %d given up',
+      r.jobId,
+      r.peerId,
+      why,
+      r.samples.length,
+      r.exhausted.length,
+    );
+    poke();
+  }
+
+  function failure(peerId: string): void {
+    reputation.failure(peerId, Date.now());
+  }
+
+  async function runLease(lease: Lease, task: Task): Promise<void> {
+    const abort = new AbortController();
+    streams.set(lease.jobId, abort);
+    const onCancel = () => abort.abort(new Error('cancelled'));
+    options.signal?.addEventListener('abort', onCancel, { once: true });
+    let wire: Framed<WorkerMessage, SubmitterMessage> | null = null;
+    let ended = false;
+    try {
+      wire = await options.dial(lease.peerId, abort.signal);
+      const spec = campaign.spec;
+      const job: JobRequest = {
+        type: 'job',
+        jobId: lease.jobId,
+        campaign: campaign.name,
+        task,
+        model: lease.model,
+        k: spec.k,
+        samples: [...lease.samples],
+        sampling: spec.sampling,
+        deadlineMs,
+        submitter: options.peerId,
+      };
+      await wire.send(job);
+      const first = await wire.expect('accepted or refused', { signal: abort.signal });
+      if (first.type === 'refused') {
+        log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, first.reason, first.message);
+        ended = true;
+        if (first.reason === 'full') {
+          // Back-pressure (another submitter filled it): wait for its next advert, try again.
+          busyUntil.set(lease.peerId, Date.now() + 2000);
+          released(book.release(lease.jobId, 'busy'), first.reason);
+        } else {
+          lastProblem = `${lease.peerId.slice(-8)} refused a job: ${first.reason} (${first.message})`;
+          failure(lease.peerId);
+          released(book.release(lease.jobId, 'refused'), first.reason);
+        }
+        return;
+      }
+      if (first.type !== 'accepted') throw new Error(`expected accepted or refused, got ${first.type}`);
+      for (;;) {
+        const msg = await wire.read({ signal: abort.signal });
+        if (msg === undefined) throw new Error('the worker closed the stream before the end of the job');
+        if (msg.type === 'generated') {
+          campaign.generated(lease.taskId, lease.model, lease.peerId, msg, Date.now());
+          book.extend(lease.jobId, Date.now() + deadlineMs);
+          poke();
+        } else if (msg.type === 'sample') {
+          const outcome = book.result(lease.jobId, msg.index);
+          if (outcome.status === 'accepted' || outcome.status === 'duplicate') {
+            campaign.result(lease.taskId, lease.model, lease.peerId, msg, Date.now());
+          } else {
+            log.warn(
+              'job %s: %s sent a result for sample %d it was not asked for',
+              lease.jobId,
+              lease.peerId,
+              msg.index,
+            );
+          }
+          reputation.success(lease.peerId, Date.now());
+          throughput.record(lease.peerId, lease.model, {
+            promptTokens: msg.usage.prompt,
+            cachedTokens: msg.usage.cached ?? 0,
+            completionTokens: msg.usage.completion,
+            latencyMs: msg.latencyMs,
+          });
+          if (outcome.otherJobDone) streams.get(outcome.otherJobDone)?.abort(new Error('done elsewhere'));
+          poke();
+        } else if (msg.type === 'end') {
+          ended = true;
+          if (msg.status === 'failed') {
+            log('job %s on %s failed: %s (%s)', lease.jobId, lease.peerId, msg.reason, msg.message);
+            lastProblem = `${lease.peerId.slice(-8)}: job failed (${msg.reason}: ${msg.message})`;
+            if (msg.reason !== 'cancelled') failure(lease.peerId);
+            released(book.release(lease.jobId, 'failed'), msg.reason);
+          } else if (book.job(lease.jobId)) {
+            // `done` but samples missing: the worker broke the protocol; re-place what is left.
+            failure(lease.peerId);
+            released(book.release(lease.jobId, 'failed'), 'ended without every sample');
+          }
+          return;
+        } else {
+          throw new Error(`unexpected ${msg.type} during a job`);
+        }
+      }
+    } catch (err) {
+      if (!ended) {
+        const cancelled = options.signal?.aborted === true;
+        if (!cancelled) {
+          log('job %s on %s lost: %s', lease.jobId, lease.peerId, (err as Error).message);
+          failure(lease.peerId);
+        }
+        released(book.release(lease.jobId, cancelled ? 'cancelled' : 'disconnected'), (err as Error).message);
+      }
+    } finally {
+      options.signal?.removeEventListener('abort', onCancel);
+      streams.delete(lease.jobId);
+      if (wire) {
+        if (options.signal?.aborted) await wire.send({ type: 'cancel', jobId: lease.jobId }).catch(() => {});
+        await wire.close().catch(() => wire?.abort(new Error('closed')));
+      }
+      poke();
+    }
+  }
+
+  function hasRoom(peerId: string, now: number): boolean {
+    if ((busyUntil.get(peerId) ?? 0) > now) return false;
+    const node = options.nodes().find((n) => n.advert.peerId === peerId);
+    if (!node) return false;
+    const own = book.outstanding().get(peerId)?.jobs ?? 0;
+    return Math.max(own, node.advert.load.running) < node.advert.load.capacity;
+  }
+
+  function placeAll(now: number): void {
+    let placedAny = false;
+    let blocked: string | null = null;
+    for (const work of book.pending()) {
+      const task = options.tasks.get(work.taskId);
+      if (!task) continue;
+      const p = placer.place(
+        { task, model: work.model, exclude: book.refusedBy(work.taskId, work.model) },
+        options.nodes(),
+        now,
+        book.outstanding(),
+      );
+      if (!p.ok) {
+        blocked = p.message;
+        continue;
+      }
+      // Never more jobs on a node than its slots: the chosen node if it has room, else the next in
+      // rendezvous order that has; otherwise the job waits for a slot.
+      const target = p.ranked
+        .map((r) => r.peerId)
+        .filter((id, i, all) => all.indexOf(id) === i)
+        .sort((a, b) => (a === p.peerId ? -1 : b === p.peerId ? 1 : 0))
+        .find((id) => hasRoom(id, now));
+      if (!target) continue;
+      const lease = book.lease(work.taskId, work.model, target, now, now + deadlineMs);
+      if (!lease) continue;
+      placedAny = true;
+      campaign.placed(lease, now);
+      log('job %s → %s (%s)', lease.jobId, target, target === p.peerId ? p.reason : 'spill');
+      void runLease(lease, task);
+    }
+    if (blocked && !placedAny && book.jobs().length === 0) {
+      lastProblem = blocked;
+      noNodeSince ??= now;
+    } else {
+      noNodeSince = null;
+    }
+  }
+
+  const done = (async (): Promise<CampaignOutcome> => {
+    const noNodeTimeout = options.noNodeTimeoutMs ?? 60_000;
+    while (!book.complete) {
+      if (options.signal?.aborted) break;
+      const now = Date.now();
+      for (const r of book.expire(now)) {
+        streams.get(r.jobId)?.abort(new Error('deadline'));
+        failure(r.peerId);
+        released(r, 'deadline');
+      }
+      placeAll(now);
+      if (noNodeSince !== null && now - noNodeSince > noNodeTimeout) {
+        return { status: 'stalled', exhausted: book.stats().exhausted, problem: lastProblem };
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 500);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = null;
+    }
+    // Let cancelled streams wind down before reporting.
+    while (streams.size > 0) await new Promise((r) => setTimeout(r, 50));
+    if (options.signal?.aborted) {
+      campaign.finish('cancelled', Date.now());
+      return { status: 'cancelled', exhausted: book.stats().exhausted, problem: lastProblem };
+    }
+    campaign.finish('done', Date.now());
+    return {
+      status: 'done',
+      exhausted: book.stats().exhausted,
+      problem: book.stats().exhausted > 0 ? lastProblem : null,
+    };
+  })();
+
+  return {
+    done,
+    running: () =>
+      book
+        .jobs()
+        .map((j) => ({ jobId: j.jobId, taskId: j.taskId, peerId: j.peerId, samples: j.samples.length })),
+    problem: () => lastProblem,
+  };
+}
+
+/** The dialer of a node: libp2p streams to other nodes, an in-memory pair to its own executor. */
+export function jobDialer(
+  host: StreamHost,
+  self: string,
+  local: (signal: AbortSignal) => Framed<WorkerMessage, SubmitterMessage>,
+): JobDialer {
+  return async (peerId, signal) => {
+    if (peerId === self) return local(signal);
+    return dialFramed<typeof WorkerMessage, SubmitterMessage>(host, peerIdFromString(peerId), JOB_PROTOCOL, {
+      schema: WorkerMessage,
+      maxFrameBytes: MAX_JOB_FRAME_BYTES,
+      signal,
+    });
+  };
+}
