@@ -9,6 +9,8 @@ const log = logger('vtnode:wire');
 
 /** Default largest frame, bytes. */
 export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+/** How long a graceful close may take before the stream is aborted instead, ms. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
 
 /** Why a framed stream failed. */
 export type FrameErrorCode = 'too-large' | 'truncated' | 'ended' | 'reset' | 'aborted' | 'closed';
@@ -64,7 +66,7 @@ export interface Framed<In, Out> {
   [Symbol.asyncIterator](): AsyncIterator<In>;
   /** Ends our write side after queued messages are sent; the remote's read returns undefined. */
   closeWrite(options?: WaitOptions): Promise<void>;
-  /** Closes both sides gracefully. */
+  /** Closes both sides gracefully; aborts the stream if that takes longer than the signal (default 5 s) allows. */
   close(options?: WaitOptions): Promise<void>;
   /** Resets the stream at once; the remote sees a `reset`. */
   abort(err: Error): void;
@@ -218,10 +220,11 @@ export function framed<In extends z.ZodType, Out = unknown>(
       if (sinkError && !aborted) throw translate(sinkError);
     },
     async close(opts = {}) {
+      const signal = opts.signal ?? AbortSignal.timeout(DEFAULT_CLOSE_TIMEOUT_MS);
       outbox.end();
-      await wait(sinkDone, opts.signal);
+      await wait(sinkDone, signal);
       try {
-        await stream.close({ signal: opts.signal });
+        await wait(stream.close({ signal }), signal);
       } catch (err) {
         throw translate(err);
       }

@@ -256,6 +256,23 @@ describe('framed JSON over a real libp2p stream', () => {
     expect(err2.message).toMatch(/user pressed Ctrl-C/);
   });
 
+  it('aborts a graceful close that cannot finish because the remote never reads', async () => {
+    await server.handle('/test/deaf/1', () => {}); // takes the stream, never reads it
+    const wire = await dial('/test/deaf/1', 1024 * 1024);
+    const chunk = 'q'.repeat(100_000);
+    const sends = Array.from({ length: 40 }, (_, n) =>
+      wire.send({ n, text: chunk }).then(
+        () => 'sent',
+        (e: FrameError) => e.code,
+      ),
+    );
+    const err = await wire.close({ signal: AbortSignal.timeout(300) }).catch((e: unknown) => e);
+    expect((err as FrameError).code).toBe('aborted');
+    const outcomes = await Promise.all(sends);
+    expect(outcomes).toContain('sent'); // the first frames fit in the muxer's window
+    expect(outcomes.at(-1)).toBe('aborted'); // the rest never left
+  });
+
   it('rejects a peer without the fleet key', async () => {
     const outsider = await host(newPsk());
     try {
