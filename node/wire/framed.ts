@@ -104,12 +104,21 @@ export function framed<In extends z.ZodType, Out = unknown>(
     log('aborting %s with %s: %s', protocol, peer, err.message);
     outbox.return();
     stream.abort(aborted);
+    release();
   };
 
+  // The stream-wide signal is listened to until both directions are over.
   const onAbort = () => abort(fail('aborted', `aborted (${String(options.signal?.reason ?? 'signal')})`));
+  let writeEnded = false;
+  function release() {
+    if (aborted || (writeEnded && readDone)) options.signal?.removeEventListener('abort', onAbort);
+  }
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener('abort', onAbort, { once: true });
-  void sinkDone.finally(() => options.signal?.removeEventListener('abort', onAbort));
+  void sinkDone.finally(() => {
+    writeEnded = true;
+    release();
+  });
 
   /** Races `promise` with `signal`; a fired signal aborts the stream. */
   const wait = async <T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> => {
@@ -160,12 +169,14 @@ export function framed<In extends z.ZodType, Out = unknown>(
       result = await wait(frames.next(), opts.signal);
     } catch (err) {
       readDone = true;
+      release();
       throw translate(err);
     } finally {
       reading = false;
     }
     if (result.done) {
       readDone = true;
+      release();
       return undefined;
     }
     received++;
