@@ -1,3 +1,11 @@
+// A scripted worker end of /vtnode/job/1 for submitter tests: the job goes to a handler the test
+// writes, through a JobChannel whose every outgoing message is checked by the job sequence (so a
+// test worker cannot break the protocol by accident). The node's real worker is
+// node/worker/executor.ts.
+
+import { logger } from '../../node/logger.ts';
+import type { Framed } from '../../node/wire/framed.ts';
+import { handleFramed, type StreamHost } from '../../node/wire/streams.ts';
 import {
   type JobFailure,
   type JobRequest,
@@ -11,11 +19,8 @@ import {
 import { createJobSequence } from '../../protocol/job-sequence.ts';
 import { ParseError, parseWith } from '../../protocol/parse.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
-import { logger } from '../logger.ts';
-import type { Framed } from '../wire/framed.ts';
-import { handleFramed, type StreamHost } from '../wire/streams.ts';
 
-const log = logger('vtnode:worker:job');
+const log = logger('vtnode:test:job-worker');
 
 /** One job as the worker's executor sees it. Every message it sends is checked before it leaves. */
 export interface JobChannel {
