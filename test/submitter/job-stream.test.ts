@@ -4,9 +4,9 @@ import { newPsk } from '../../node/data-dir.ts';
 import { createHost, type Host } from '../../node/fleet/host.ts';
 import { type JobEvent, submitJob } from '../../node/submitter/job-client.ts';
 import { dialFramed, handleFramed } from '../../node/wire/streams.ts';
-import { type JobChannel, serveJobs } from '../helpers/job-worker.ts';
 import { type JobRequest, MAX_JOB_FRAME_BYTES, SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
+import { type JobChannel, serveJobs } from '../helpers/job-worker.ts';
 import { jobRequest, resultFor, sampleTask } from '../helpers/samples.ts';
 
 const psk = newPsk();
