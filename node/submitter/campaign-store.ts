@@ -378,7 +378,8 @@ function campaignHandle(db: DatabaseSync, path: string, spec: CampaignSpec): Cam
         if (work.changes === 0)
           throw new Error(`campaign ${name}: no work for task ${job.taskId} with ${job.model}`);
         const place = db.prepare(
-          `UPDATE slots SET status = 'placed', peer_id = ?, job_id = ?, updated_at = ?
+          `UPDATE slots SET status = 'placed', peer_id = ?, job_id = ?, prompt_tokens = NULL, completion_tokens = NULL,
+             cached_tokens = NULL, warm = NULL, latency_ms = NULL, tokens_per_second = NULL, updated_at = ?
            WHERE campaign = ? AND task_id = ? AND model = ? AND idx = ? AND status <> 'scored'`,
         );
         for (const idx of job.samples)

@@ -9,6 +9,8 @@ const log = logger('vtnode:wire');
 
 /** Default largest frame, bytes. */
 export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+/** How long a graceful close may take before the stream is aborted instead, ms. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
 
 /** Why a framed stream failed. */
 export type FrameErrorCode = 'too-large' | 'truncated' | 'ended' | 'reset' | 'aborted' | 'closed';
@@ -64,7 +66,7 @@ export interface Framed<In, Out> {
   [Symbol.asyncIterator](): AsyncIterator<In>;
   /** Ends our write side after queued messages are sent; the remote's read returns undefined. */
   closeWrite(options?: WaitOptions): Promise<void>;
-  /** Closes both sides gracefully. */
+  /** Closes both sides gracefully; aborts the stream if that takes longer than the signal (default 5 s) allows. */
   close(options?: WaitOptions): Promise<void>;
   /** Resets the stream at once; the remote sees a `reset`. */
   abort(err: Error): void;
@@ -102,12 +104,21 @@ export function framed<In extends z.ZodType, Out = unknown>(
     log('aborting %s with %s: %s', protocol, peer, err.message);
     outbox.return();
     stream.abort(aborted);
+    release();
   };
 
+  // The stream-wide signal is listened to until both directions are over.
   const onAbort = () => abort(fail('aborted', `aborted (${String(options.signal?.reason ?? 'signal')})`));
+  let writeEnded = false;
+  function release() {
+    if (aborted || (writeEnded && readDone)) options.signal?.removeEventListener('abort', onAbort);
+  }
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener('abort', onAbort, { once: true });
-  void sinkDone.finally(() => options.signal?.removeEventListener('abort', onAbort));
+  void sinkDone.finally(() => {
+    writeEnded = true;
+    release();
+  });
 
   /** Races `promise` with `signal`; a fired signal aborts the stream. */
   const wait = async <T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> => {
@@ -158,12 +169,14 @@ export function framed<In extends z.ZodType, Out = unknown>(
       result = await wait(frames.next(), opts.signal);
     } catch (err) {
       readDone = true;
+      release();
       throw translate(err);
     } finally {
       reading = false;
     }
     if (result.done) {
       readDone = true;
+      release();
       return undefined;
     }
     received++;
@@ -218,10 +231,11 @@ export function framed<In extends z.ZodType, Out = unknown>(
       if (sinkError && !aborted) throw translate(sinkError);
     },
     async close(opts = {}) {
+      const signal = opts.signal ?? AbortSignal.timeout(DEFAULT_CLOSE_TIMEOUT_MS);
       outbox.end();
-      await wait(sinkDone, opts.signal);
+      await wait(sinkDone, signal);
       try {
-        await stream.close({ signal: opts.signal });
+        await wait(stream.close({ signal }), signal);
       } catch (err) {
         throw translate(err);
       }

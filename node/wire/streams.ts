@@ -7,7 +7,7 @@ import { type Framed, framed } from './framed.ts';
 const log = logger('vtnode:wire');
 
 /** The part of a libp2p node the wire helpers use. */
-export type StreamHost = Pick<Libp2p, 'handle' | 'unhandle' | 'dialProtocol'>;
+export type StreamHost = Pick<Libp2p, 'peerId' | 'handle' | 'unhandle' | 'dialProtocol'>;
 
 export interface DialFramedOptions<In extends z.ZodType> {
   /** Schema of the messages the remote sends. */

@@ -1,5 +1,5 @@
 import { fingerprint } from '../../protocol/canonical.ts';
-import { sampleId, sampleSeed } from '../../protocol/job.ts';
+import { type JobRequest, type SampleResult, sampleId, sampleSeed } from '../../protocol/job.ts';
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 
@@ -73,5 +73,47 @@ export function sampleTask(id: string, promptText = 'write add()'): Task {
     minedAt: 'abc123',
     mustDeclare: ['add'],
     minerVersion: '0.1.0',
+  };
+}
+
+/** A job request for `task` asking for `samples` of k. */
+export function jobRequest(task: Task, submitter: string, samples: number[], k = 8): JobRequest {
+  return {
+    type: 'job',
+    jobId: `${task.id}#qwen#1`,
+    campaign: 'c1',
+    task,
+    model: 'qwen',
+    k,
+    samples,
+    sampling: { temperature: 0.8, topP: 0.95, maxTokens: 2048, seedBase: 1000 },
+    deadlineMs: 60_000,
+    submitter,
+  };
+}
+
+/** The worker's result for sample `index` of `request` (without type and jobId, as JobChannel.sample takes it). */
+export function resultFor(
+  request: JobRequest,
+  index: number,
+  seq = index + 1,
+): Omit<SampleResult, 'type' | 'jobId'> {
+  const seed = sampleSeed(request.sampling.seedBase, index);
+  return {
+    sampleId: sampleId(request.task.id, request.model, index, seed),
+    index,
+    seed,
+    reward: index % 2 === 0 ? 1 : 0.5,
+    passed: 2,
+    failed: index % 2,
+    reasons: index % 2 === 0 ? [] : ['tests-failed'],
+    truncated: false,
+    usage: { prompt: 1200, completion: 60, cached: index === request.samples[0] ? 0 : 1184 },
+    warm: index !== request.samples[0],
+    latencyMs: 1000,
+    tokensPerSecond: 60,
+    contentHash: contentHash(`candidate ${index}`),
+    evalFingerprint: EVAL_FP,
+    seq,
   };
 }

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,8 @@ import { CampaignMismatchError, openCampaignStore } from '../../node/submitter/c
 import { fingerprint } from '../../protocol/canonical.ts';
 import { type SampleResult, sampleId, sampleSeed } from '../../protocol/job.ts';
 import { contentHash } from '../../protocol/sample.ts';
+import { WRITER_SPEC, WRITER_TASKS } from '../helpers/campaign-writer.ts';
+import { REPO } from '../helpers/cli.ts';
 import { EVAL_FP } from '../helpers/samples.ts';
 
 const A = '12D3KooWnodeA';
@@ -285,6 +288,56 @@ describe('campaign store', () => {
     expect(report).toMatchObject({ reused: 1, dropped: 3 });
     expect(again.pending()[0]).toMatchObject({ taskId: 't1', samples: [1, 2, 3] });
     expect(again.summary().samples).toMatchObject({ scored: 1, verified: 1 });
+    store.close();
+  });
+
+  it('a submitter killed with SIGKILL mid-campaign resumes with every acknowledged result', async () => {
+    const child = spawn(process.execPath, [join(REPO, 'test/helpers/campaign-writer.ts'), path], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on('exit', (_c, signal) => resolve(signal)),
+    );
+    const acked: [string, number][] = [];
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`writer too slow: ${acked.length} acks\n${stderr}`)),
+        20_000,
+      );
+      let buf = '';
+      child.stdout.on('data', (d) => {
+        buf += d;
+        const lines = buf.split('\n');
+        buf = lines.pop()!;
+        for (const line of lines) {
+          const [, taskId, index] = line.split(' ');
+          acked.push([taskId!, Number(index)]);
+        }
+        if (acked.length >= 100) {
+          clearTimeout(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      });
+    });
+    expect(await exited).toBe('SIGKILL');
+
+    const store = openCampaignStore({ path });
+    const { campaign, report } = store.start({ spec: WRITER_SPEC, tasks: WRITER_TASKS, now: 10 });
+    expect(report.created).toBe(false);
+    expect(report.dropped).toBe(0);
+    expect(report.reused).toBeGreaterThanOrEqual(acked.length);
+    expect(report.reused).toBeLessThan(1600);
+    const pending = new Map(campaign.pending().map((p) => [p.taskId, p.samples]));
+    for (const [taskId, index] of acked) expect(pending.get(taskId) ?? []).not.toContain(index);
+    const s = campaign.summary().samples;
+    expect(s.scored).toBe(report.reused);
+    expect(s.placed).toBe(0); // the dead run's placements were requeued
+    expect(s.planned - s.scored).toBe([...pending.values()].reduce((n, p) => n + p.length, 0));
     store.close();
   });
 });

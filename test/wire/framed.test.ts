@@ -254,6 +254,46 @@ describe('framed JSON over a real libp2p stream', () => {
     const err2 = (await waiting) as FrameError;
     expect(err2.code).toBe('aborted');
     expect(err2.message).toMatch(/user pressed Ctrl-C/);
+
+    // The stream-wide signal still covers reads after our side closed its writes.
+    await server.handle('/test/mute/1', () => {});
+    const controller3 = new AbortController();
+    const wire3 = await dial('/test/mute/1', undefined, controller3.signal);
+    await wire3.closeWrite();
+    const waiting3 = wire3.read().catch((e: unknown) => e);
+    controller3.abort(new Error('stop'));
+    expect(((await waiting3) as FrameError).code).toBe('aborted');
+
+    // An already-aborted signal aborts a new stream at once, and the remote sees a reset.
+    const raw = await client.dialProtocol(serverAddr, '/test/mute/1');
+    const wire4 = framed(raw, {
+      schema: Msg,
+      peer: 'p',
+      protocol: '/x',
+      signal: AbortSignal.abort(new Error('too late')),
+    });
+    await expect(wire4.read()).rejects.toMatchObject({
+      code: 'aborted',
+      message: expect.stringMatching(/too late/),
+    });
+    expect(raw.status).toBe('aborted');
+  });
+
+  it('aborts a graceful close that cannot finish because the remote never reads', async () => {
+    await server.handle('/test/deaf/1', () => {}); // takes the stream, never reads it
+    const wire = await dial('/test/deaf/1', 1024 * 1024);
+    const chunk = 'q'.repeat(100_000);
+    const sends = Array.from({ length: 40 }, (_, n) =>
+      wire.send({ n, text: chunk }).then(
+        () => 'sent',
+        (e: FrameError) => e.code,
+      ),
+    );
+    const err = await wire.close({ signal: AbortSignal.timeout(300) }).catch((e: unknown) => e);
+    expect((err as FrameError).code).toBe('aborted');
+    const outcomes = await Promise.all(sends);
+    expect(outcomes).toContain('sent'); // the first frames fit in the muxer's window
+    expect(outcomes.at(-1)).toBe('aborted'); // the rest never left
   });
 
   it('rejects a peer without the fleet key', async () => {

@@ -104,6 +104,24 @@ describe('sample log', () => {
     sampleLog.close();
   });
 
+  it('silences only the SQLite ExperimentalWarning', async () => {
+    const script = `
+      import { openDatabase } from ${JSON.stringify(join(REPO, 'node/sqlite.ts'))};
+      openDatabase(':memory:').close();
+      process.emitWarning('something else is experimental', 'ExperimentalWarning');
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    await new Promise((resolve) => child.on('exit', resolve));
+    expect(stderr).toMatch(/ExperimentalWarning: something else is experimental/);
+    expect(stderr).not.toMatch(/SQLite/);
+  });
+
   it('keeps every acknowledged append across SIGKILL, with no seq gap', async () => {
     const path = join(dir, 'samples.db');
     const child = spawn(process.execPath, [join(REPO, 'test/helpers/sample-log-writer.ts'), path, ORIGIN], {
