@@ -12,7 +12,6 @@ import type { ModelService } from './models/service.ts';
 import { DEFAULT_PORT, portFree, withoutPeerId } from './net.ts';
 import { type FleetStatus, nodeStatus } from './status.ts';
 import { CAMPAIGN_DB, openCampaignStore } from './submitter/campaign-store.ts';
-import { jobDialer } from './submitter/runner.ts';
 import { createCampaignService } from './submitter/service.ts';
 import { memory } from './system.ts';
 import { startWorkerRole, type WorkerRole } from './worker/role.ts';
@@ -150,12 +149,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     store: campaignStore,
     peerId,
     nodes: () => fleetMembership.view.nodes(),
-    dial: jobDialer(host, peerId, (signal) => {
+    host,
+    local: () => {
       if (!worker) throw new Error('this node runs no worker');
-      const wire = worker.executor.local();
-      signal.addEventListener('abort', () => wire.abort(new Error('aborted')), { once: true });
-      return wire;
-    }),
+      return worker.executor.local();
+    },
   });
   const unsubscribeModels = options.models?.onChange(() => fleetMembership.touch());
   const onWarm = () => fleetMembership.touch();

@@ -26,6 +26,8 @@ export interface SubmitJobOptions {
   cancelGraceMs?: number;
   /** Time the worker has to accept or refuse, ms (default 30 s). */
   replyTimeoutMs?: number;
+  /** Opens the stream instead of dialling `peer` (a node's jobs on itself use an in-memory pair). */
+  open?: (signal: AbortSignal) => Promise<Framed<WorkerMessage, SubmitterMessage>>;
 }
 
 /** Why a job ended without the worker's `end`. */
@@ -63,11 +65,13 @@ export async function* submitJob(
   const stream = new AbortController();
   let wire: Framed<WorkerMessage, SubmitterMessage>;
   try {
-    wire = await dialFramed<typeof WorkerMessage, SubmitterMessage>(host, peer, JOB_PROTOCOL, {
-      schema: WorkerMessage,
-      maxFrameBytes: MAX_JOB_FRAME_BYTES,
-      signal: stream.signal,
-    });
+    wire = options.open
+      ? await options.open(stream.signal)
+      : await dialFramed<typeof WorkerMessage, SubmitterMessage>(host, peer, JOB_PROTOCOL, {
+          schema: WorkerMessage,
+          maxFrameBytes: MAX_JOB_FRAME_BYTES,
+          signal: stream.signal,
+        });
   } catch (err) {
     yield lost('unreachable', `cannot open ${JOB_PROTOCOL} to ${peer.toString()}: ${(err as Error).message}`);
     return;

@@ -14,14 +14,9 @@ import type { Task } from '../../protocol/task.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import { logger } from '../logger.ts';
 import type { Framed } from '../wire/framed.ts';
-import { dialFramed, type StreamHost } from '../wire/streams.ts';
+import type { StreamHost } from '../wire/streams.ts';
+import { submitJob } from './job-client.ts';
 import type { Campaign } from './campaign-store.ts';
-
-/** Opens a job stream to a node; for the node itself, an in-memory pair to its own executor. */
-export type JobDialer = (
-  peerId: string,
-  signal: AbortSignal,
-) => Promise<Framed<WorkerMessage, SubmitterMessage>>;
 
 export interface CampaignRunnerOptions {
   /** The campaign's persistent state (created or resumed by the campaign store). */
@@ -32,8 +27,10 @@ export interface CampaignRunnerOptions {
   peerId: string;
   /** The fleet now: called before every placement. */
   nodes: () => readonly FleetNode[];
-  /** Opens /vtnode/job/1 streams. */
-  dial: JobDialer;
+  /** The libp2p host job streams to other nodes are opened from. */
+  host: StreamHost;
+  /** A job stream to this node's own executor (libp2p does not dial itself). */
+  local: () => Framed<WorkerMessage, SubmitterMessage>;
   /** Time a worker has for one job before it is re-placed, ms (extended on progress). */
   jobDeadlineMs?: number;
   /** Placements per (task, model) before its remaining samples are given up. */
@@ -113,101 +110,77 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     streams.set(lease.jobId, abort);
     const onCancel = () => abort.abort(new Error('cancelled'));
     options.signal?.addEventListener('abort', onCancel, { once: true });
-    let wire: Framed<WorkerMessage, SubmitterMessage> | null = null;
-    let ended = false;
+    const spec = campaign.spec;
+    const request: JobRequest = {
+      type: 'job',
+      jobId: lease.jobId,
+      campaign: campaign.name,
+      task,
+      model: lease.model,
+      k: spec.k,
+      samples: [...lease.samples],
+      sampling: spec.sampling,
+      deadlineMs,
+      submitter: options.peerId,
+    };
+    const self = lease.peerId === options.peerId;
     try {
-      wire = await options.dial(lease.peerId, abort.signal);
-      const spec = campaign.spec;
-      const job: JobRequest = {
-        type: 'job',
-        jobId: lease.jobId,
-        campaign: campaign.name,
-        task,
-        model: lease.model,
-        k: spec.k,
-        samples: [...lease.samples],
-        sampling: spec.sampling,
-        deadlineMs,
-        submitter: options.peerId,
-      };
-      await wire.send(job);
-      const first = await wire.expect('accepted or refused', { signal: abort.signal });
-      if (first.type === 'refused') {
-        log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, first.reason, first.message);
-        ended = true;
-        if (first.reason === 'full') {
-          // Back-pressure (another submitter filled it): wait for its next advert, try again.
-          busyUntil.set(lease.peerId, Date.now() + 2000);
-          released(book.release(lease.jobId, 'busy'), first.reason);
-        } else {
-          lastProblem = `${lease.peerId.slice(-8)} refused a job: ${first.reason} (${first.message})`;
-          failure(lease.peerId);
-          released(book.release(lease.jobId, 'refused'), first.reason);
-        }
-        return;
-      }
-      if (first.type !== 'accepted') throw new Error(`expected accepted or refused, got ${first.type}`);
-      for (;;) {
-        const msg = await wire.read({ signal: abort.signal });
-        if (msg === undefined) throw new Error('the worker closed the stream before the end of the job');
-        if (msg.type === 'generated') {
-          campaign.generated(lease.taskId, lease.model, lease.peerId, msg, Date.now());
+      for await (const ev of submitJob(options.host, peerIdFromString(lease.peerId), request, {
+        signal: abort.signal,
+        ...(self ? { open: async () => options.local() } : {}),
+      })) {
+        if (ev.type === 'refused') {
+          log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, ev.reason, ev.message);
+          if (ev.reason === 'full') {
+            // Back-pressure (another submitter filled it): wait for its next advert, try again.
+            busyUntil.set(lease.peerId, Date.now() + 2000);
+            released(book.release(lease.jobId, 'busy'), ev.reason);
+          } else {
+            lastProblem = `${lease.peerId.slice(-8)} refused a job: ${ev.reason} (${ev.message})`;
+            failure(lease.peerId);
+            released(book.release(lease.jobId, 'refused'), ev.reason);
+          }
+        } else if (ev.type === 'generated') {
+          campaign.generated(lease.taskId, lease.model, lease.peerId, ev.progress, Date.now());
           book.extend(lease.jobId, Date.now() + deadlineMs);
           poke();
-        } else if (msg.type === 'sample') {
-          const outcome = book.result(lease.jobId, msg.index);
+        } else if (ev.type === 'sample') {
+          const r = ev.result;
+          const outcome = book.result(lease.jobId, r.index);
           if (outcome.status === 'accepted' || outcome.status === 'duplicate') {
-            campaign.result(lease.taskId, lease.model, lease.peerId, msg, Date.now());
-          } else {
-            log.warn(
-              'job %s: %s sent a result for sample %d it was not asked for',
-              lease.jobId,
-              lease.peerId,
-              msg.index,
-            );
+            campaign.result(lease.taskId, lease.model, lease.peerId, r, Date.now());
           }
           reputation.success(lease.peerId, Date.now());
           throughput.record(lease.peerId, lease.model, {
-            promptTokens: msg.usage.prompt,
-            cachedTokens: msg.usage.cached ?? 0,
-            completionTokens: msg.usage.completion,
-            latencyMs: msg.latencyMs,
+            promptTokens: r.usage.prompt,
+            cachedTokens: r.usage.cached ?? 0,
+            completionTokens: r.usage.completion,
+            latencyMs: r.latencyMs,
           });
           if (outcome.otherJobDone) streams.get(outcome.otherJobDone)?.abort(new Error('done elsewhere'));
           poke();
-        } else if (msg.type === 'end') {
-          ended = true;
-          if (msg.status === 'failed') {
-            log('job %s on %s failed: %s (%s)', lease.jobId, lease.peerId, msg.reason, msg.message);
-            lastProblem = `${lease.peerId.slice(-8)}: job failed (${msg.reason}: ${msg.message})`;
-            if (msg.reason !== 'cancelled') failure(lease.peerId);
-            released(book.release(lease.jobId, 'failed'), msg.reason);
-          } else if (book.job(lease.jobId)) {
-            // `done` but samples missing: the worker broke the protocol; re-place what is left.
-            failure(lease.peerId);
-            released(book.release(lease.jobId, 'failed'), 'ended without every sample');
+        } else if (ev.type === 'end') {
+          const end = ev.end;
+          if (end.status === 'failed') {
+            log('job %s on %s failed: %s (%s)', lease.jobId, lease.peerId, end.reason, end.message);
+            lastProblem = `${lease.peerId.slice(-8)}: job failed (${end.reason}: ${end.message})`;
+            if (end.reason !== 'cancelled') failure(lease.peerId);
+            released(book.release(lease.jobId, end.reason === 'cancelled' ? 'cancelled' : 'failed'), end.reason);
           }
-          return;
-        } else {
-          throw new Error(`unexpected ${msg.type} during a job`);
+        } else if (ev.type === 'lost') {
+          const cancelled = ev.cause === 'cancelled';
+          if (!cancelled) {
+            log('job %s on %s lost (%s): %s', lease.jobId, lease.peerId, ev.cause, ev.message);
+            lastProblem = `${lease.peerId.slice(-8)}: job lost (${ev.cause}: ${ev.message})`;
+            failure(lease.peerId);
+          }
+          const cause = cancelled ? 'cancelled' : ev.cause === 'violation' ? 'failed' : 'disconnected';
+          released(book.release(lease.jobId, cause), ev.cause);
         }
-      }
-    } catch (err) {
-      if (!ended) {
-        const cancelled = options.signal?.aborted === true;
-        if (!cancelled) {
-          log('job %s on %s lost: %s', lease.jobId, lease.peerId, (err as Error).message);
-          failure(lease.peerId);
-        }
-        released(book.release(lease.jobId, cancelled ? 'cancelled' : 'disconnected'), (err as Error).message);
       }
     } finally {
       options.signal?.removeEventListener('abort', onCancel);
       streams.delete(lease.jobId);
-      if (wire) {
-        if (options.signal?.aborted) await wire.send({ type: 'cancel', jobId: lease.jobId }).catch(() => {});
-        await wire.close().catch(() => wire?.abort(new Error('closed')));
-      }
       poke();
     }
   }
@@ -303,21 +276,5 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
         .jobs()
         .map((j) => ({ jobId: j.jobId, taskId: j.taskId, peerId: j.peerId, samples: j.samples.length })),
     problem: () => lastProblem,
-  };
-}
-
-/** The dialer of a node: libp2p streams to other nodes, an in-memory pair to its own executor. */
-export function jobDialer(
-  host: StreamHost,
-  self: string,
-  local: (signal: AbortSignal) => Framed<WorkerMessage, SubmitterMessage>,
-): JobDialer {
-  return async (peerId, signal) => {
-    if (peerId === self) return local(signal);
-    return dialFramed<typeof WorkerMessage, SubmitterMessage>(host, peerIdFromString(peerId), JOB_PROTOCOL, {
-      schema: WorkerMessage,
-      maxFrameBytes: MAX_JOB_FRAME_BYTES,
-      signal,
-    });
   };
 }

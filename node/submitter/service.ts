@@ -10,7 +10,10 @@ import { logger } from '../logger.ts';
 import { CampaignName, SplitFilter } from './campaign-schema.ts';
 import type { CampaignStore, StartReport } from './campaign-store.ts';
 import type { CampaignSummary } from './campaign-summary.ts';
-import { type CampaignOutcome, type CampaignRunner, type JobDialer, runCampaign } from './runner.ts';
+import type { SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
+import type { Framed } from '../wire/framed.ts';
+import type { StreamHost } from '../wire/streams.ts';
+import { type CampaignOutcome, type CampaignRunner, runCampaign } from './runner.ts';
 
 /** What `vtnode run` asks the daemon for. */
 export const CampaignStartRequest = z.object({
@@ -47,8 +50,10 @@ export interface CampaignServiceOptions {
   peerId: string;
   /** The fleet now. */
   nodes: () => readonly FleetNode[];
-  /** Opens job streams. */
-  dial: JobDialer;
+  /** The libp2p host job streams are opened from. */
+  host: StreamHost;
+  /** A job stream to this node's own executor. */
+  local: () => Framed<WorkerMessage, SubmitterMessage>;
   /** Overrides for the runner (deadlines, attempts). */
   runner?: { jobDeadlineMs?: number; maxAttempts?: number; noNodeTimeoutMs?: number };
 }
@@ -129,7 +134,8 @@ export function createCampaignService(options: CampaignServiceOptions) {
       tasks: new Map(tasks.map((t) => [t.id, t])),
       peerId: options.peerId,
       nodes: options.nodes,
-      dial: options.dial,
+      host: options.host,
+      local: options.local,
       signal: abort.signal,
       ...options.runner,
     });

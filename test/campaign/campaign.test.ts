@@ -1,0 +1,67 @@
+// Campaigns through real vtnode processes on loopback: a submitter and workers, each worker with
+// its own OpenAI-compatible test server, scoring in the real sandbox.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Task } from '../../protocol/task.ts';
+import {
+  mineLedger,
+  runCampaign,
+  startFleet,
+  type TestFleet,
+  waitReady,
+  writeTasks,
+} from '../helpers/campaign.ts';
+import { Sandbox } from '../helpers/cli.ts';
+
+const box = new Sandbox();
+let fleet: TestFleet;
+let tasks: Task[];
+let dir: string;
+
+beforeAll(async () => {
+  dir = await box.tempDir('vt-campaign-');
+  tasks = (await mineLedger(dir)).tasks;
+  fleet = await startFleet(box, 'camp', 3, tasks);
+  await waitReady(fleet.dirs[0]!, 3);
+}, 180_000);
+
+afterAll(async () => {
+  await box.cleanup();
+  await Promise.all(fleet?.servers.map((s) => s.close()) ?? []);
+});
+
+describe('a campaign on a submitter and 3 workers', () => {
+  let first: Awaited<ReturnType<typeof runCampaign>>['json'];
+  let file: string;
+
+  it('generates, scores and reports every sample; all k samples of a task run on one node', async () => {
+    const picked = tasks.filter((t) => t.kind === 'file').slice(0, 4);
+    file = await writeTasks(`${dir}/four.jsonl`, picked);
+    const res = await runCampaign(fleet.dirs[0]!, file, ['-k', '2', '--campaign', 'first']);
+    expect(res.code, res.stderr).toBe(0);
+    first = res.json!;
+    expect(first.status).toBe('done');
+    expect(first.samples).toMatchObject({ planned: 8, generated: 8, scored: 8 });
+    // The test server answers with each task's reference: every sample verifies.
+    expect(first.samples.verified).toBe(8);
+    expect(first.tasks).toHaveLength(4);
+    for (const t of first.tasks) {
+      expect(t.samples).toBe(2);
+      expect(t.nodes, `${t.taskId} ran on one node`).toHaveLength(1);
+    }
+    // Work went to more than one node.
+    expect(new Set(first.tasks.map((t) => t.nodes[0])).size).toBeGreaterThan(1);
+  }, 240_000);
+
+  it('a second campaign over the same tasks lands on the nodes that are warm for them', async () => {
+    const res = await runCampaign(fleet.dirs[0]!, file, ['-k', '2', '--campaign', 'second', '--seed', '100']);
+    expect(res.code, res.stderr).toBe(0);
+    const second = res.json!;
+    for (const t of second.tasks) {
+      const before = first!.tasks.find((x) => x.taskId === t.taskId)!;
+      expect(t.nodes, t.taskId).toEqual(before.nodes);
+    }
+    // Every prompt was already in its node's cache: every sample is a cache hit.
+    expect(second.cacheHitRate).toBe(1);
+    expect(first!.cacheHitRate).toBeLessThan(1);
+  }, 240_000);
+});
