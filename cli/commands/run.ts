@@ -4,6 +4,7 @@ import { type ControlClient, connectControl, NoDaemonError } from '../../node/co
 import { startDaemon } from '../../node/daemon.ts';
 import { createModelService } from '../../node/models/service.ts';
 import type { CampaignStartRequest, CampaignStatus } from '../../node/submitter/service.ts';
+import { parseDuration } from '../../protocol/token.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
 import { finalSummary, progressLine } from '../progress.ts';
@@ -25,6 +26,8 @@ none runs, a node started for the campaign's duration. Progress goes to stderr.
   --seed N              seed of sample 0; sample i uses seed + i (default 0)
   --campaign NAME       campaign name (default run-<tasks file hash>)
   --resume              continue the named campaign (finished samples are not redone)
+  --job-timeout DUR     time a node has for a job without progress before its samples are
+                        placed elsewhere (default 30m)
   --on-interrupt A      what Ctrl-C does without a terminal to ask: detach | cancel (default detach)
   --json                print the final summary as one JSON object on stdout
   --data-dir DIR        the submitter node's data dir`;
@@ -41,6 +44,7 @@ interface Values {
   campaign?: string;
   resume?: boolean;
   'on-interrupt'?: string;
+  'job-timeout'?: string;
 }
 
 function numberOption(
@@ -78,7 +82,15 @@ function request(values: Values): CampaignStartRequest {
       seedBase: intOption(values.seed, 'seed', 0),
     },
     resume: values.resume ?? false,
+    ...(jobTimeout(values['job-timeout']) ?? {}),
   };
+}
+
+function jobTimeout(text: string | undefined): { jobTimeoutMs: number } | null {
+  if (text === undefined) return null;
+  const ms = parseDuration(text);
+  if (ms === null || ms < 1000) throw new CliError(`--job-timeout ${text}: expected a duration such as 90s or 30m`, 2);
+  return { jobTimeoutMs: ms };
 }
 
 async function askDetachOrCancel(): Promise<'detach' | 'cancel'> {
@@ -110,6 +122,7 @@ export const command: Command = {
         campaign: { type: 'string' },
         resume: { type: 'boolean' },
         'on-interrupt': { type: 'string' },
+        'job-timeout': { type: 'string' },
         json: { type: 'boolean' },
         'data-dir': { type: 'string' },
       },

@@ -29,6 +29,8 @@ export const CampaignStartRequest = z.object({
   split: SplitFilter,
   /** Continue an existing campaign of that name (otherwise an existing name is an error). */
   resume: z.boolean(),
+  /** Time a worker has for a job without progress before it is re-placed, ms. */
+  jobTimeoutMs: z.number().int().min(1000).max(7 * 24 * 3_600_000).optional(),
 });
 export type CampaignStartRequest = z.infer<typeof CampaignStartRequest>;
 
@@ -138,6 +140,7 @@ export function createCampaignService(options: CampaignServiceOptions) {
       local: options.local,
       signal: abort.signal,
       ...options.runner,
+      ...(req.jobTimeoutMs ? { jobDeadlineMs: req.jobTimeoutMs } : {}),
     });
     const entry: Active = { runner, abort, outcome: null, startedAt: Date.now() };
     active.set(name, entry);
