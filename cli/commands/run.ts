@@ -89,7 +89,8 @@ function request(values: Values): CampaignStartRequest {
 function jobTimeout(text: string | undefined): { jobTimeoutMs: number } | null {
   if (text === undefined) return null;
   const ms = parseDuration(text);
-  if (ms === null || ms < 1000) throw new CliError(`--job-timeout ${text}: expected a duration such as 90s or 30m`, 2);
+  if (ms === null || ms < 1000)
+    throw new CliError(`--job-timeout ${text}: expected a duration such as 90s or 30m`, 2);
   return { jobTimeoutMs: ms };
 }
 

@@ -1,0 +1,176 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectControl } from '../../node/control/client.ts';
+import { DataDir } from '../../node/data-dir.ts';
+import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
+import type { FleetStatus } from '../../node/status.ts';
+import { readTasksFile } from '../../sandbox/tasks-file.ts';
+import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = join(REPO, 'bin', 'vtnode.js');
+const CORPUS = join(REPO, 'examples', 'ledger');
+
+const usage = `Usage: vtnode demo [--nodes 3] [-k 2] [--dir DIR]
+
+The whole pipeline on this machine, on embedded defaults: mines the example corpus
+(examples/ledger), calibrates the tasks in the sandbox, starts a fleet of N nodes (separate
+processes on loopback), each with an emulated model server (no weights: it answers with the
+references, mutants of them and garbage, with real prompt-cache behaviour), and runs a campaign of
+k samples per task through the mesh. Prints where the tasks, the fleet's data dirs and the campaign
+summary are.
+
+  --nodes N     fleet size (default 3)
+  -k N          samples per task (default 2)
+  --dir DIR     where to work (default a new temp dir)`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function step(text: string): void {
+  process.stderr.write(`\n== ${text}\n`);
+}
+
+function vt(args: string[], inherit = true): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: ['ignore', inherit ? 'inherit' : 'ignore', 'inherit'],
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => resolve(code ?? 1));
+  });
+}
+
+async function capture(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new CliError(`vtnode ${args[0]} failed`)),
+    );
+  });
+}
+
+export const command: Command = {
+  name: 'demo',
+  summary: 'the whole pipeline on this machine: mine, calibrate, a local fleet, a campaign',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(
+      argv,
+      { nodes: { type: 'string' }, k: { type: 'string', short: 'k' }, dir: { type: 'string' } },
+      usage,
+    );
+    const n = intOption(values.nodes, 'nodes', 3);
+    const k = intOption(values.k, 'k', 2);
+    if (n < 1 || n > 16) throw new CliError('--nodes must be 1-16', 2);
+    const dir = values.dir ?? (await mkdtemp(join(tmpdir(), 'vtnode-demo-')));
+    const tasks = join(dir, 'tasks.jsonl');
+    const calibrated = join(dir, 'tasks.calibrated.jsonl');
+
+    step(`mining ${CORPUS}`);
+    if ((await vt(['mine', '--root', CORPUS, '--out', tasks])) !== 0) throw new CliError('mining failed');
+    step('calibrating: every task whose reference does not score 1.0 in the sandbox is dropped');
+    if ((await vt(['calibrate', '--tasks', tasks, '--out', calibrated, '--jobs', '2'])) !== 0) {
+      throw new CliError('calibration failed');
+    }
+    const kept = (await readTasksFile(calibrated)).map((l) => l.task);
+
+    step(`starting ${n} nodes, each with an emulated model server`);
+    const servers: Emulator[] = [];
+    const nodes: ChildProcess[] = [];
+    const dirs = Array.from({ length: n }, (_, i) => join(dir, `node-${i}`));
+    try {
+      for (let i = 0; i < n; i++) {
+        servers.push(
+          await createEmulator({
+            emulate: 'llama-server',
+            models: ['demo-coder'],
+            tasks: kept,
+            timeScale: 0.05,
+            concurrency: 4,
+            script: 'mixed',
+          }),
+        );
+      }
+      const nodeArgs = (i: number) => [
+        '--data-dir',
+        dirs[i]!,
+        '--model-server',
+        servers[i]!.url,
+        '--workspace',
+        CORPUS,
+        '--advert-interval',
+        '1s',
+      ];
+      const port = await freePort();
+      const token = (
+        await capture(['init', '--fleet', 'demo', '--listen', `/ip4/127.0.0.1/tcp/${port}`, ...nodeArgs(0)])
+      ).trim();
+      nodes.push(spawn(process.execPath, [BIN, 'start', '--data-dir', dirs[0]!], { stdio: 'ignore' }));
+      for (let i = 1; i < n; i++) {
+        nodes.push(
+          spawn(process.execPath, [BIN, 'join', token, '--listen', '/ip4/127.0.0.1/tcp/0', ...nodeArgs(i)], {
+            stdio: 'ignore',
+          }),
+        );
+      }
+      // Wait for every node to see the others with a model and a working sandbox.
+      const deadline = Date.now() + 90_000;
+      for (;;) {
+        const st = await connectControl(new DataDir(dirs[0]!))
+          .then((c) => c.call<FleetStatus>('GET', '/status'))
+          .catch(() => null);
+        if (st && st.nodes.length === n && st.nodes.every((x) => x.models.length > 0 && x.sandbox.ok)) break;
+        if (Date.now() > deadline) throw new CliError('the demo fleet did not come up within 90 s');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await vt(['status', '--data-dir', dirs[0]!]);
+
+      step(
+        `campaign: ${kept.length} tasks × k = ${k}, placed by prompt-cache affinity, scored in each node's sandbox`,
+      );
+      const code = await vt([
+        'run',
+        '--data-dir',
+        dirs[0]!,
+        '--tasks',
+        calibrated,
+        '--model',
+        'demo-coder',
+        '-k',
+        String(k),
+        '--split',
+        'all',
+        '--campaign',
+        'demo',
+      ]);
+      process.stderr.write(
+        `\ntasks: ${tasks}\ncalibrated: ${calibrated}\nnode data dirs: ${dirs.join(' ')}\n`,
+      );
+      return code;
+    } finally {
+      for (const node of nodes) node.kill('SIGTERM');
+      await Promise.all(
+        nodes.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.on('exit', r)))),
+      );
+      await Promise.all(servers.map((s) => s.close()));
+    }
+  },
+};
