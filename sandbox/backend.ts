@@ -6,7 +6,7 @@ import { createUnconfined } from './unconfined.ts';
 export interface BackendOptions {
   /** Run without confinement (trusted input only). */
   unconfined?: boolean;
-  /** Most concurrent runs (sizes the bwrap uid pool). */
+  /** Size of the host-wide uid range (the most concurrent runs on the host). */
   maxConcurrent?: number;
 }
 

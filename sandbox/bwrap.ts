@@ -150,7 +150,7 @@ export async function systemPaths(paths = SYSTEM_PATHS): Promise<SystemPath[]> {
 export interface BwrapOptions {
   /** First uid handed to runs when the scorer runs as root (each concurrent run gets its own). */
   uidBase?: number;
-  /** Most concurrent runs (size of the uid pool). */
+  /** Size of the host-wide uid range (the most concurrent runs on the host, all scorers together). */
   maxConcurrent?: number;
   /** Size of the private /tmp, bytes. */
   tmpBytes?: number;
@@ -175,7 +175,11 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
   const system = await systemPaths();
   const isRoot = process.getuid?.() === 0;
   const pool: UidPool | null = isRoot
-    ? createUidPool({ base: options.uidBase ?? 61000, size: options.maxConcurrent ?? 64 })
+    ? createUidPool({
+        base: options.uidBase ?? 61000,
+        size: options.maxConcurrent ?? 256,
+        inUse: async (uid) => (await listProcesses()).some((p) => p.uid === uid),
+      })
     : null;
   const tmpBytes = options.tmpBytes ?? 16 * 1024 * 1024;
 
@@ -189,7 +193,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
       tmpBytes,
     }),
     async run(spec: RunSpec): Promise<RunResult> {
-      const uid = pool?.acquire();
+      const uid = await pool?.acquire();
       try {
         // The box belongs to the run's own uid; nothing else on the host is writable by it.
         if (uid !== undefined) await execFileAsync('chown', ['-R', '-P', `${uid}:${uid}`, spec.box]);
@@ -232,7 +236,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
           members,
         });
       } finally {
-        if (uid !== undefined) pool?.release(uid);
+        if (uid !== undefined) await pool?.release(uid);
       }
     },
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),
