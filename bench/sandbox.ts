@@ -12,8 +12,11 @@ import { DEFAULT_LIMITS } from '../sandbox/limits.ts';
 import { createScorer, type Scorer } from '../sandbox/scorer.ts';
 import { fixtureTasks, prepareFixtures } from '../test/sandbox/fixtures.ts';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '3' }, 'uid-base': { type: 'string' } },
+});
 const rounds = Number(values.rounds);
+const uidBase = values['uid-base'] !== undefined ? { uidBase: Number(values['uid-base']) } : {};
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -69,7 +72,7 @@ async function startupCost(n: number): Promise<{ bare: number; confined: number 
   try {
     const result: Record<string, number> = {};
     for (const unconfined of [true, false]) {
-      const c = await createConfinement({ unconfined });
+      const c = await createConfinement({ unconfined, ...uidBase });
       const times: number[] = [];
       for (let i = 0; i < n; i++) {
         const t0 = performance.now();
@@ -100,7 +103,7 @@ for (const typecheck of [false, true]) {
   for (const jobs of [1, 2]) {
     const scorers = {
       unconfined: createScorer({ confinement: await createConfinement({ unconfined: true }), workspaceId }),
-      bwrap: createScorer({ confinement: await createConfinement({}), workspaceId }),
+      bwrap: createScorer({ confinement: await createConfinement({ ...uidBase }), workspaceId }),
     };
     const samples: Record<'unconfined' | 'bwrap', Sample> = {
       unconfined: { durations: [], wall: 0, rewards: 0 },

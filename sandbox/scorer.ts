@@ -4,7 +4,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { sha256Hex } from '../protocol/canonical.ts';
 import type { Task } from '../protocol/task.ts';
-import { type Box, createBox, insideBox } from './box.ts';
+import { type Box, createBox, insideBox, sweepStaleBoxes } from './box.ts';
 import type { Confinement, RunResult } from './confinement.ts';
 import { evaluationFingerprint } from './fingerprint.ts';
 import type { Judge } from './judges/judge.ts';
@@ -413,6 +413,7 @@ export async function createCheckedScorer(
     ...(options.unconfined ? { unconfined: true } : {}),
     ...(options.maxConcurrent !== undefined ? { maxConcurrent: options.maxConcurrent } : {}),
   });
+  await sweepStaleBoxes(options.boxesDir);
   const test = await confinement.selfTest(options.signal);
   if (!test.ok) {
     const failed = test.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
