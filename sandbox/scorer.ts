@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { sha256Hex } from '../protocol/canonical.ts';
 import type { Task } from '../protocol/task.ts';
 import { type Box, createBox, insideBox, sweepStaleBoxes } from './box.ts';
-import type { Confinement, RunResult } from './confinement.ts';
+import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint } from './fingerprint.ts';
 import type { Judge } from './judges/judge.ts';
 import { createNodeTestJudge } from './judges/node-test.ts';
@@ -87,6 +87,8 @@ export interface ScoreResult {
 /** Scores candidates for tasks, one confined box per run. */
 export interface Scorer {
   readonly confinement: Confinement;
+  /** The backend's startup self-test (createCheckedScorer), for adverts; null when not run. */
+  readonly selfTest: SelfTestResult | null;
   score(request: ScoreRequest): Promise<ScoreResult>;
   /** The evaluation fingerprint for a task in a workspace. */
   fingerprint(task: Task, workspaceDir: string): Promise<string>;
@@ -308,6 +310,7 @@ export function createScorer(options: ScorerOptions): Scorer {
 
   return {
     confinement,
+    selfTest: null,
     fingerprint: fingerprintFor,
     async score(req: ScoreRequest): Promise<ScoreResult> {
       const { task, candidate } = req;
@@ -421,7 +424,7 @@ export async function createCheckedScorer(
       `the ${confinement.name} sandbox failed its self-test: ${failed.join('; ')}`,
     );
   }
-  return createScorer({ ...options, confinement });
+  return { ...createScorer({ ...options, confinement }), selfTest: test };
 }
 
 export class SandboxSelfTestError extends Error {
