@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { lstat, readlink } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import {
@@ -212,11 +212,23 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         });
         let namespace: string | null = null;
         let childPid: number | null = null;
-        const members = async (): Promise<ProcInfo[] | null> => {
-          if (uid !== undefined) return (await listProcesses()).filter((p) => p.uid === uid);
-          if (childPid === null) return null;
-          namespace ??= await pidNamespace(childPid);
-          return namespace ? await processesInNamespace(namespace) : null;
+        // The run's processes: those in its pid namespace (known once bwrap reports its child), plus
+        // bwrap itself. As root the run's uid narrows the scan first; a process of that uid outside the
+        // namespace is not this run's (a stale foreign user of the uid), so it is never killed here.
+        const members = async (child: ChildProcess): Promise<ProcInfo[] | null> => {
+          if (childPid !== null) namespace ??= await pidNamespace(childPid);
+          const candidates = uid !== undefined ? (await listProcesses()).filter((p) => p.uid === uid) : null;
+          if (namespace === null) return candidates;
+          const inNs = candidates
+            ? (
+                await Promise.all(
+                  candidates.map(async (p) =>
+                    p.pid === child.pid || (await pidNamespace(p.pid)) === namespace ? p : null,
+                  ),
+                )
+              ).filter((p): p is ProcInfo => p !== null)
+            : await processesInNamespace(namespace);
+          return inNs;
         };
         log(`run ${argv.join(' ')}`);
         return await runGroup({
