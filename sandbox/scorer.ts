@@ -303,7 +303,13 @@ export function createScorer(options: ScorerOptions): Scorer {
         return { content, cases: run.verdict?.cases ?? [], baselineCases, fingerprint: fp, run };
       })();
       references.set(key, ref);
-      ref.catch(() => references.delete(key));
+      // A reference run without a verdict (killed, timed out, aborted) is not kept: the next score retries.
+      ref.then(
+        (r) => {
+          if (!r.run.verdict) references.delete(key);
+        },
+        () => references.delete(key),
+      );
     }
     return ref;
   }
