@@ -57,7 +57,8 @@ export async function createBox(options: CreateBoxOptions): Promise<Box> {
   const wanted = options.boxesDir ?? join(tmpdir(), 'vtnode-boxes');
   await mkdir(wanted, { recursive: true, mode: 0o755 });
   const boxesDir = await realpath(wanted);
-  const dir = join(boxesDir, `box-${randomBytes(8).toString('hex')}`);
+  // The creator's pid is in the name, so boxes left by a killed scorer can be swept (sweepStaleBoxes).
+  const dir = join(boxesDir, `box-${process.pid}-${randomBytes(8).toString('hex')}`);
   await mkdir(dir, { mode: 0o700 });
   const dispose = () => rm(dir, { recursive: true, force: true, maxRetries: 3 });
   try {
@@ -96,4 +97,28 @@ export async function createBox(options: CreateBoxOptions): Promise<Box> {
     await dispose();
     throw err;
   }
+}
+
+/**
+ * Removes boxes whose creating process is gone (a scorer killed before its cleanup ran). Boxes of live
+ * scorers, including other processes sharing the folder, are left alone. Returns the removed paths.
+ */
+export async function sweepStaleBoxes(boxesDir = join(tmpdir(), 'vtnode-boxes')): Promise<string[]> {
+  const entries = await readdir(boxesDir).catch(() => [] as string[]);
+  const removed: string[] = [];
+  for (const name of entries) {
+    const m = /^box-(\d+)-[0-9a-f]+$/.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    let alive = true;
+    try {
+      process.kill(pid, 0);
+    } catch (err) {
+      alive = (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+    if (alive) continue;
+    await rm(join(boxesDir, name), { recursive: true, force: true });
+    removed.push(join(boxesDir, name));
+  }
+  return removed;
 }

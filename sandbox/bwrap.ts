@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { lstat, readlink } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import {
@@ -150,7 +150,7 @@ export async function systemPaths(paths = SYSTEM_PATHS): Promise<SystemPath[]> {
 export interface BwrapOptions {
   /** First uid handed to runs when the scorer runs as root (each concurrent run gets its own). */
   uidBase?: number;
-  /** Most concurrent runs (size of the uid pool). */
+  /** Size of the host-wide uid range (the most concurrent runs on the host, all scorers together). */
   maxConcurrent?: number;
   /** Size of the private /tmp, bytes. */
   tmpBytes?: number;
@@ -175,7 +175,11 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
   const system = await systemPaths();
   const isRoot = process.getuid?.() === 0;
   const pool: UidPool | null = isRoot
-    ? createUidPool({ base: options.uidBase ?? 61000, size: options.maxConcurrent ?? 64 })
+    ? createUidPool({
+        base: options.uidBase ?? 61000,
+        size: options.maxConcurrent ?? 256,
+        inUse: async (uid) => (await listProcesses()).some((p) => p.uid === uid),
+      })
     : null;
   const tmpBytes = options.tmpBytes ?? 16 * 1024 * 1024;
 
@@ -189,7 +193,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
       tmpBytes,
     }),
     async run(spec: RunSpec): Promise<RunResult> {
-      const uid = pool?.acquire();
+      const uid = await pool?.acquire();
       try {
         // The box belongs to the run's own uid; nothing else on the host is writable by it.
         if (uid !== undefined) await execFileAsync('chown', ['-R', '-P', `${uid}:${uid}`, spec.box]);
@@ -208,11 +212,23 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         });
         let namespace: string | null = null;
         let childPid: number | null = null;
-        const members = async (): Promise<ProcInfo[] | null> => {
-          if (uid !== undefined) return (await listProcesses()).filter((p) => p.uid === uid);
-          if (childPid === null) return null;
-          namespace ??= await pidNamespace(childPid);
-          return namespace ? await processesInNamespace(namespace) : null;
+        // The run's processes: those in its pid namespace (known once bwrap reports its child), plus
+        // bwrap itself. As root the run's uid narrows the scan first; a process of that uid outside the
+        // namespace is not this run's (a stale foreign user of the uid), so it is never killed here.
+        const members = async (child: ChildProcess): Promise<ProcInfo[] | null> => {
+          if (childPid !== null) namespace ??= await pidNamespace(childPid);
+          const candidates = uid !== undefined ? (await listProcesses()).filter((p) => p.uid === uid) : null;
+          if (namespace === null) return candidates;
+          const inNs = candidates
+            ? (
+                await Promise.all(
+                  candidates.map(async (p) =>
+                    p.pid === child.pid || (await pidNamespace(p.pid)) === namespace ? p : null,
+                  ),
+                )
+              ).filter((p): p is ProcInfo => p !== null)
+            : await processesInNamespace(namespace);
+          return inNs;
         };
         log(`run ${argv.join(' ')}`);
         return await runGroup({
@@ -232,7 +248,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
           members,
         });
       } finally {
-        if (uid !== undefined) pool?.release(uid);
+        if (uid !== undefined) await pool?.release(uid);
       }
     },
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),

@@ -100,6 +100,10 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
 
   const usage = { cpuMs: 0, peakRssBytes: 0, peakProcesses: 0 };
   let sampling = true;
+  let stopSampling = () => {};
+  const stopped = new Promise<void>((r) => {
+    stopSampling = r;
+  });
   const sample = async () => {
     while (sampling && opts.members) {
       const procs = await opts.members(child).catch(() => null);
@@ -110,7 +114,7 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
         usage.peakRssBytes = Math.max(usage.peakRssBytes, rss);
         usage.peakProcesses = Math.max(usage.peakProcesses, procs.length);
       }
-      await sleep(opts.sampleMs ?? 200);
+      await Promise.race([sleep(opts.sampleMs ?? 200), stopped]);
     }
   };
   const sampler = sample();
@@ -159,6 +163,7 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
     await sleep(50);
   }
   sampling = false;
+  stopSampling();
   await sampler;
   // Streams close once every holder of the pipes is dead; do not wait on a stuck holder forever.
   await Promise.race([

@@ -4,8 +4,8 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { sha256Hex } from '../protocol/canonical.ts';
 import type { Task } from '../protocol/task.ts';
-import { type Box, createBox, insideBox } from './box.ts';
-import type { Confinement, RunResult } from './confinement.ts';
+import { type Box, createBox, insideBox, sweepStaleBoxes } from './box.ts';
+import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint } from './fingerprint.ts';
 import type { Judge } from './judges/judge.ts';
 import { createNodeTestJudge } from './judges/node-test.ts';
@@ -87,6 +87,8 @@ export interface ScoreResult {
 /** Scores candidates for tasks, one confined box per run. */
 export interface Scorer {
   readonly confinement: Confinement;
+  /** The backend's startup self-test (createCheckedScorer), for adverts; null when not run. */
+  readonly selfTest: SelfTestResult | null;
   score(request: ScoreRequest): Promise<ScoreResult>;
   /** The evaluation fingerprint for a task in a workspace. */
   fingerprint(task: Task, workspaceDir: string): Promise<string>;
@@ -301,13 +303,20 @@ export function createScorer(options: ScorerOptions): Scorer {
         return { content, cases: run.verdict?.cases ?? [], baselineCases, fingerprint: fp, run };
       })();
       references.set(key, ref);
-      ref.catch(() => references.delete(key));
+      // A reference run without a verdict (killed, timed out, aborted) is not kept: the next score retries.
+      ref.then(
+        (r) => {
+          if (!r.run.verdict) references.delete(key);
+        },
+        () => references.delete(key),
+      );
     }
     return ref;
   }
 
   return {
     confinement,
+    selfTest: null,
     fingerprint: fingerprintFor,
     async score(req: ScoreRequest): Promise<ScoreResult> {
       const { task, candidate } = req;
@@ -413,6 +422,7 @@ export async function createCheckedScorer(
     ...(options.unconfined ? { unconfined: true } : {}),
     ...(options.maxConcurrent !== undefined ? { maxConcurrent: options.maxConcurrent } : {}),
   });
+  await sweepStaleBoxes(options.boxesDir);
   const test = await confinement.selfTest(options.signal);
   if (!test.ok) {
     const failed = test.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
@@ -420,7 +430,7 @@ export async function createCheckedScorer(
       `the ${confinement.name} sandbox failed its self-test: ${failed.join('; ')}`,
     );
   }
-  return createScorer({ ...options, confinement });
+  return { ...createScorer({ ...options, confinement }), selfTest: test };
 }
 
 export class SandboxSelfTestError extends Error {

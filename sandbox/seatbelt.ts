@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import {
   BackendUnavailableError,
   type Confinement,
@@ -10,8 +12,11 @@ import {
 } from './confinement.ts';
 import { runGroup } from './group-run.ts';
 import type { Limits } from './limits.ts';
+import type { ProcInfo } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
+
+const execFileAsync = promisify(execFile);
 
 export const SANDBOX_EXEC = '/usr/bin/sandbox-exec';
 
@@ -102,10 +107,20 @@ export function seatbeltArgv(plan: SeatbeltPlan): string[] {
   ];
 }
 
+/** Live processes of a uid, from `ps` (macOS has no procfs). Usage fields are not sampled here. */
+async function processesOfUid(uid: number): Promise<ProcInfo[]> {
+  const { stdout } = await execFileAsync('/bin/ps', ['-U', String(uid), '-o', 'pid=,stat=']);
+  return stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([pid, stat]) => pid && /^\d+$/.test(pid) && !stat?.startsWith('Z'))
+    .map(([pid]) => ({ pid: Number(pid), ppid: 0, pgid: 0, uid, cpuTicks: 0, rssPages: 0 }));
+}
+
 export interface SeatbeltOptions {
   /** First uid handed to runs when the scorer runs as root. */
   uidBase?: number;
-  /** Most concurrent runs. */
+  /** Size of the host-wide uid range (the most concurrent runs on the host). */
   maxConcurrent?: number;
   /** Package cache made readable (default ~/.npm). */
   npmCache?: string;
@@ -119,21 +134,20 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
   });
   const isRoot = process.getuid?.() === 0;
   const pool: UidPool | null = isRoot
-    ? createUidPool({ base: options.uidBase ?? 61000, size: options.maxConcurrent ?? 64 })
+    ? createUidPool({
+        base: options.uidBase ?? 61000,
+        size: options.maxConcurrent ?? 256,
+        inUse: async (uid) => (await processesOfUid(uid)).length > 0,
+      })
     : null;
   const npmCache = options.npmCache ?? join(homedir(), '.npm');
   const confinement: Confinement = {
     name: 'seatbelt',
     describe: () => ({ backend: 'seatbelt', uid: isRoot ? 'dedicated' : 'caller' }),
     async run(spec: RunSpec): Promise<RunResult> {
-      const uid = pool?.acquire();
+      const uid = await pool?.acquire();
       try {
-        if (uid !== undefined) {
-          const { execFile } = await import('node:child_process');
-          await new Promise<void>((res, rej) =>
-            execFile('chown', ['-R', `${uid}:${uid}`, spec.box], (e) => (e ? rej(e) : res())),
-          );
-        }
+        if (uid !== undefined) await execFileAsync('/usr/sbin/chown', ['-R', `${uid}:${uid}`, spec.box]);
         return await runGroup({
           argv: seatbeltArgv({
             box: spec.box,
@@ -149,9 +163,12 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
           wallMs: spec.limits.wallMs,
           outputBytes: spec.limits.outputBytes,
           signal: spec.signal,
+          // With a dedicated uid every process of that uid belongs to the run: a setsid child that
+          // left the group is still found and killed (macOS has no pid namespace).
+          ...(uid !== undefined ? { members: () => processesOfUid(uid) } : {}),
         });
       } finally {
-        if (uid !== undefined) pool?.release(uid);
+        if (uid !== undefined) await pool?.release(uid);
       }
     },
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),

@@ -1,32 +1,80 @@
-/** Hands out distinct unprivileged uids to concurrent runs, so runs can be told apart and cannot signal each other. */
+import { mkdirSync } from 'node:fs';
+import { open, readFile, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * Hands out unprivileged uids to runs, unique across every scorer process on the host: runs are told
+ * apart by uid (the survivor check kills every process of a run's uid), so two scorers must never share
+ * one. A uid is held by a lock file naming the holder's pid; a lock whose holder is dead is taken over.
+ */
 export interface UidPool {
-  /** Takes the lowest free uid; throws when all are in use. */
-  acquire(): number;
+  /** Takes a free uid; throws when all are in use. */
+  acquire(): Promise<number>;
   /** Returns a uid to the pool. */
-  release(uid: number): void;
+  release(uid: number): Promise<void>;
 }
 
 export interface UidPoolOptions {
   /** First uid of the range. */
   base: number;
-  /** Number of uids in the range (the most concurrent runs). */
+  /** Number of uids in the range (the most concurrent runs on the host). */
   size: number;
+  /** Directory of the lock files (default $TMPDIR/vtnode-uids). */
+  lockDir?: string;
+  /** True when a process of this uid is alive (a uid in use by anything else is skipped). */
+  inUse?: (uid: number) => Promise<boolean>;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export function createUidPool(options: UidPoolOptions): UidPool {
-  const used = new Set<number>();
-  return {
-    acquire() {
-      for (let uid = options.base; uid < options.base + options.size; uid++) {
-        if (!used.has(uid)) {
-          used.add(uid);
-          return uid;
-        }
+  const lockDir = options.lockDir ?? join(tmpdir(), 'vtnode-uids');
+  mkdirSync(lockDir, { recursive: true, mode: 0o700 });
+  const mine = new Set<number>();
+  const lockOf = (uid: number) => join(lockDir, String(uid));
+
+  async function tryLock(uid: number): Promise<boolean> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const fh = await open(lockOf(uid), 'wx', 0o600);
+        await fh.writeFile(String(process.pid));
+        await fh.close();
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const holder = Number((await readFile(lockOf(uid), 'utf8').catch(() => '')).trim());
+        // A lock being written has no pid yet; a live holder keeps it.
+        if (!Number.isInteger(holder) || holder <= 0 || alive(holder)) return false;
+        await unlink(lockOf(uid)).catch(() => {});
       }
-      throw new Error(`uid pool exhausted: ${options.size} runs already in progress`);
+    }
+    return false;
+  }
+
+  return {
+    async acquire() {
+      for (let uid = options.base; uid < options.base + options.size; uid++) {
+        if (mine.has(uid)) continue;
+        mine.add(uid);
+        if (await tryLock(uid)) {
+          if (!(await options.inUse?.(uid))) return uid;
+          await unlink(lockOf(uid)).catch(() => {});
+        }
+        mine.delete(uid);
+      }
+      throw new Error(`uid pool exhausted: ${options.size} runs already in progress on this host`);
     },
-    release(uid) {
-      used.delete(uid);
+    async release(uid) {
+      if (!mine.delete(uid)) return;
+      await unlink(lockOf(uid)).catch(() => {});
     },
   };
 }

@@ -64,7 +64,6 @@ export const command: Command = {
     try {
       const scorer = await createCheckedScorer({
         unconfined: values.unconfined ?? false,
-        maxConcurrent: Math.max(8, jobs * 4),
         workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
         signal: controller.signal,
       }).catch((err: Error) => {

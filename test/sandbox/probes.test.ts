@@ -285,7 +285,9 @@ spawn('/usr/bin/setsid', ['/bin/sh', '-c', 'sleep 60; : ${marker}'], { detached:
   });
 
   it('cannot kill its parent, the scorer or other processes with kill(-1)', async () => {
-    const sentinel = spawn('/bin/sleep', ['60'], { stdio: 'ignore', uid: 65534, gid: 65534 });
+    // As root, the sentinel is an unprivileged user like the run's; otherwise the caller, like the run.
+    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    const sentinel = spawn('/bin/sleep', ['60'], { stdio: 'ignore', ...asNobody });
     const rootSentinel = spawn('/bin/sleep', ['60'], { stdio: 'ignore' });
     try {
       const r = await score(

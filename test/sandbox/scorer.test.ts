@@ -108,6 +108,26 @@ describe('scorer (bwrap)', () => {
     expect(Date.now() - started).toBeLessThan(5000);
   }, 30_000);
 
+  it('does not keep a reference run that was aborted', async () => {
+    const t = { ...tasks['math']!, id: 'node-basic/math-abort' };
+    const controller = new AbortController();
+    controller.abort();
+    const aborted = await scorer.score({
+      task: t,
+      workspaceDir: t.workspace.root!,
+      candidate: await reference(t),
+      signal: controller.signal,
+    });
+    expect(aborted.reward).toBe(0);
+    expect(aborted.reasons.join(' ')).toMatch(/reference run gave no verdict: the run was aborted/);
+    const again = await scorer.score({
+      task: t,
+      workspaceDir: t.workspace.root!,
+      candidate: await reference(t),
+    });
+    expect(again.reward).toBe(1);
+  }, 30_000);
+
   it('refuses a truncated generation', async () => {
     const t = tasks['math']!;
     const r = await scorer.score({
