@@ -161,6 +161,21 @@ describe('lease book', () => {
     expect(consistent(book)).toMatchObject({ done: 2, exhausted: 1 });
   });
 
+  it('a busy node is back-pressure: no exclusion, no attempt used up', () => {
+    const book = createLeaseBook({ maxAttempts: 1 });
+    book.add('t', 'm', [0, 1]);
+    for (let i = 0; i < 5; i++) {
+      const j = book.lease('t', 'm', 'a', 0, 10)!;
+      expect(book.release(j.jobId, 'busy')).toMatchObject({ samples: [0, 1], exhausted: [] });
+    }
+    expect(book.refusedBy('t', 'm')).toEqual([]);
+    const last = book.lease('t', 'm', 'a', 0, 10)!;
+    expect(last.jobId).toBe('t#m#6');
+    // The one real attempt allowed is still there: its failure gives the samples up.
+    expect(book.release(last.jobId, 'failed')).toMatchObject({ samples: [], exhausted: [0, 1] });
+    expect(book.refusedBy('t', 'm')).toEqual(['a']);
+  });
+
   it('resumes after a restart with only the unfinished samples and fresh job ids', () => {
     const book = createLeaseBook({ maxAttempts: 3 });
     expect(() => book.add('t', 'm', [0], -1)).toThrow(/previousAttempts/);
