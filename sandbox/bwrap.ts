@@ -178,6 +178,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
     ? createUidPool({
         base: options.uidBase ?? 61000,
         size: options.maxConcurrent ?? 256,
+        start: 'random',
         inUse: async (uid) => (await listProcesses()).some((p) => p.uid === uid),
       })
     : null;

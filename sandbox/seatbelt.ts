@@ -137,6 +137,7 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
     ? createUidPool({
         base: options.uidBase ?? 61000,
         size: options.maxConcurrent ?? 256,
+        start: 'random',
         inUse: async (uid) => (await processesOfUid(uid)).length > 0,
       })
     : null;

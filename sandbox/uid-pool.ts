@@ -22,6 +22,9 @@ export interface UidPoolOptions {
   size: number;
   /** Directory of the lock files (default $TMPDIR/vtnode-uids). */
   lockDir?: string;
+  /** Where the search starts: the lowest uid, or a random one (fewer collisions with anything that uses
+   * the range without the lock files, e.g. an older scorer). */
+  start?: 'lowest' | 'random';
   /** True when a process of this uid is alive (a uid in use by anything else is skipped). */
   inUse?: (uid: number) => Promise<boolean>;
 }
@@ -61,7 +64,9 @@ export function createUidPool(options: UidPoolOptions): UidPool {
 
   return {
     async acquire() {
-      for (let uid = options.base; uid < options.base + options.size; uid++) {
+      const offset = options.start === 'random' ? Math.floor(Math.random() * options.size) : 0;
+      for (let i = 0; i < options.size; i++) {
+        const uid = options.base + ((offset + i) % options.size);
         if (mine.has(uid)) continue;
         mine.add(uid);
         if (await tryLock(uid)) {

@@ -34,3 +34,10 @@ it('keeps the lock of a live holder', async () => {
   const pool = createUidPool({ base: 70000, size: 2, lockDir });
   expect(await pool.acquire()).toBe(70001);
 });
+
+it('can start the search anywhere in the range and still hands out every uid once', async () => {
+  const pool = createUidPool({ base: 70000, size: 4, lockDir, start: 'random' });
+  const got = await Promise.all([pool.acquire(), pool.acquire(), pool.acquire(), pool.acquire()]);
+  expect([...got].sort()).toEqual([70000, 70001, 70002, 70003]);
+  await expect(pool.acquire()).rejects.toThrow(/exhausted/);
+});
