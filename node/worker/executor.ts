@@ -138,12 +138,19 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     const seed = sampleSeed(job.sampling.seedBase, index);
     const candidate = sample.extract.ok ? sample.extract.code : sample.text;
     let score: SampleBody['score'];
-    if (!sample.extract.ok) {
+    // An answer cut at max tokens, or without exactly one code block, scores 0 whatever its tests
+    // would say: no sandbox run is spent on it.
+    const unscorable = sample.truncated
+      ? 'truncated: the generation stopped at max tokens (finish_reason length)'
+      : !sample.extract.ok
+        ? `answer-format: ${sample.extract.flag} (${sample.extract.blocks} code blocks)`
+        : null;
+    if (unscorable) {
       score = {
         reward: 0,
         passed: 0,
         failed: 0,
-        reasons: [`answer-format: ${sample.extract.flag} (${sample.extract.blocks} code blocks)`],
+        reasons: [unscorable],
         evalFingerprint: await options.scorer!.fingerprint(job.task, workspaceDir),
         diagnostics: '',
       };
@@ -230,6 +237,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         break;
       }
       const index = todo[outcome.index]!;
+      log('job %s: sample %d generated in %d ms', job.jobId, index, Math.round(outcome.latencyMs));
       await wire.send({
         type: 'generated',
         jobId: job.jobId,
@@ -250,6 +258,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
             const logged = options.sampleLog.append(body);
             options.onSample?.(logged);
             await wire.send(result(job.jobId, logged));
+            log('job %s: sample %d reported (reward %d)', job.jobId, index, body.score.reward);
           })
           .catch((err: Error) => {
             if (!signal.aborted) failure ??= { reason: 'sandbox-error', message: err.message };

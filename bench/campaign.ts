@@ -1,0 +1,93 @@
+// End-to-end: a campaign through the mesh against calling the model server directly with the same
+// schedule (warm then fan out, the same number of jobs at once), in one run.
+//   npx node bench/campaign.ts [--tasks 24] [-k 4]
+// The emulated server's answers are all cut at max tokens (finish_reason length), which score 0
+// without a sandbox run: the ratio is the cost of the mesh (placement, job streams, the durable
+// sample log, the campaign store, the CLI's process start and polling), not of scoring.
+import { parseArgs } from 'node:util';
+import { createEmulator } from '../node/model-server/emulator.ts';
+import { createModelAdapter } from '../node/models/adapter.ts';
+import { sampleSeed } from '../protocol/job.ts';
+import { eventually, Sandbox, vtnode } from '../test/helpers/cli.ts';
+import { LEDGER, MODEL, mineLedger, writeTasks } from '../test/helpers/campaign.ts';
+import { initFleet, joinNode, peerIdOf, startNode, status, waitForPeers } from '../test/helpers/fleet.ts';
+
+const { values } = parseArgs({ options: { tasks: { type: 'string', default: '24' }, k: { type: 'string', short: 'k', default: '4' } } });
+const taskCount = Number(values.tasks);
+const k = Number(values.k);
+const JOBS = 2;
+const box = new Sandbox();
+const dir = await box.tempDir('vt-bench-');
+const mined = await mineLedger(dir);
+const server = await createEmulator({
+  emulate: 'llama-server',
+  models: [MODEL],
+  tasks: mined.tasks,
+  timeScale: 0.05,
+  concurrency: 4,
+  cachePrompts: 8,
+  script: 'truncate',
+});
+
+try {
+  const tasks = Array.from({ length: taskCount }, (_, i) => mined.tasks[i % mined.tasks.length]!).filter(
+    (t, i, all) => all.findIndex((x) => x.id === t.id) === i,
+  );
+  const file = await writeTasks(`${dir}/tasks.jsonl`, tasks);
+
+  // Direct: the same adapter a worker uses, JOBS tasks at a time.
+  server.reset();
+  const adapter = createModelAdapter({ url: server.url, behaviour: 'llama-server', concurrency: 4 });
+  let t0 = performance.now();
+  const queue = [...tasks];
+  await Promise.all(
+    Array.from({ length: JOBS }, async () => {
+      for (let task = queue.shift(); task; task = queue.shift()) {
+        for await (const _ of adapter.generate({
+          model: MODEL,
+          messages: task.messages,
+          k,
+          seeds: Array.from({ length: k }, (_, i) => sampleSeed(0, i)),
+          sampling: { maxTokens: 256 },
+        })) {
+          // drain
+        }
+      }
+    }),
+  );
+  const directMs = performance.now() - t0;
+  const directStats = server.stats();
+
+  // Through the mesh: a submitter node without a model server and one worker, JOBS slots.
+  server.reset();
+  const { dataDir: submitter, token } = await initFleet(box, 'bench', ['--model-server', 'http://127.0.0.1:9']);
+  startNode(box, submitter);
+  const worker = await joinNode(box, token, ['--model-server', server.url, '--workspace', LEDGER, '--max-jobs', String(JOBS)]);
+  const peers = [await peerIdOf(submitter), await peerIdOf(worker.dataDir)];
+  await waitForPeers(submitter, peers);
+  await eventually(
+    async () => (await status(submitter)).nodes.some((n) => n.models.length > 0 && n.sandbox.ok),
+    60_000,
+    'the worker to be ready',
+  );
+  t0 = performance.now();
+  const res = await vtnode(
+    ['run', '--data-dir', submitter, '--tasks', file, '--model', MODEL, '-k', String(k), '--split', 'all', '--max-tokens', '256', '--json'],
+    { timeoutMs: 600_000 },
+  );
+  const meshMs = performance.now() - t0;
+  if (res.code !== 0) throw new Error(res.stderr);
+  const json = JSON.parse(res.stdout);
+  const meshStats = server.stats();
+
+  console.log(`${tasks.length} tasks × k=${k}, ${JOBS} jobs at once, emulated llama-server (4 slots, time scale 0.05)`);
+  console.log(`direct (adapter, same schedule): ${directMs.toFixed(0)} ms, ${directStats.completed} requests, cache hits ${directStats.cacheHits}`);
+  console.log(
+    `through the mesh (vtnode run, incl. process start of the CLI): ${meshMs.toFixed(0)} ms, ${meshStats.completed} requests, ` +
+      `cache hits ${meshStats.cacheHits}, ${json.samples.scored} samples scored`,
+  );
+  console.log(`mesh ÷ direct: ${(meshMs / directMs).toFixed(2)}`);
+} finally {
+  await box.cleanup();
+  await server.close();
+}
