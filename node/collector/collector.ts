@@ -206,10 +206,12 @@ export function createCollector(options: CollectorOptions): Collector {
       flushTimer = null;
       const batch = [...queued.values()];
       queued.clear();
-      const run = (flushing ?? Promise.resolve()).then(() => fetchAll(batch, stopSignal));
-      flushing = run.finally(() => {
-        if (flushing === run) flushing = null;
-      });
+      const run: Promise<void> = (flushing ?? Promise.resolve())
+        .then(() => fetchAll(batch, stopSignal))
+        .finally(() => {
+          if (flushing === run) flushing = null;
+        });
+      flushing = run;
     }, fetchDelayMs);
   };
 
@@ -366,6 +368,8 @@ export function createCollector(options: CollectorOptions): Collector {
         }
         if (waits.length === 0) return;
         await Promise.allSettled(waits);
+        // Let the settled work clear its handle (and timers fire) before looking again.
+        await new Promise((r) => setImmediate(r));
       }
     },
     trust() {
