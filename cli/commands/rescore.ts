@@ -16,7 +16,9 @@ diagnostics (which APIs moved). A later rescore replaces the earlier result.
 Options:
   --from DATASET       dataset dir written by \`vtnode collect\`
   --workspace NEW      the new workspace (built checkout)
-  --tasks FILE         add or replace tasks (tasks.jsonl) before re-scoring
+  --tasks FILE         tasks mined from the new workspace (\`vtnode mine\`): each sample is scored
+                       with the new task of the same kind and target; without it, each task is
+                       carried over (same tests, the target's new content as the reference)
   --min-reward R       pass threshold (default: the dataset's, 1.0)
   --unconfined         run without the sandbox (trusted input only)
   --json               print the result as JSON`;
@@ -43,7 +45,7 @@ export const command: Command = {
     const store = openExistingDataset(values.from);
     if (!store) throw new CliError(`${values.from} is not a dataset (no dataset.db)`);
     try {
-      if (values.tasks) store.putTasks(await readTasksFile(values.tasks));
+      const newTasks = values.tasks ? await readTasksFile(values.tasks) : undefined;
       const workspaceDir = resolve(values.workspace);
       const ws = await workspaceIdentity(workspaceDir);
       let scorer: Awaited<ReturnType<typeof createCheckedScorer>>;
@@ -63,7 +65,8 @@ export const command: Command = {
         store,
         scorer,
         workspaceDir,
-        workspaceId: ws.id,
+        workspace: { id: ws.id, commit: ws.commit, clean: ws.clean },
+        ...(newTasks ? { newTasks } : {}),
         ...(values['min-reward'] !== undefined
           ? { minReward: fractionOption(values['min-reward'], 'min-reward', 1) }
           : {}),
