@@ -3,7 +3,7 @@ import { startCollectorNode } from '../../node/collector/node.ts';
 import { startDaemon } from '../../node/daemon.ts';
 import { readTasksFile } from '../../node/model-server/tasks-file.ts';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
-import { parseDuration } from '../../protocol/token.ts';
+import { decodeToken, parseDuration, TokenError } from '../../protocol/token.ts';
 import { createCheckedScorer, SandboxSelfTestError, type Scorer } from '../../sandbox/scorer.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
@@ -15,9 +15,11 @@ Runs this node as a collector until stopped (Ctrl-C or \`vtnode leave\`): follow
 sample digests, fetches every body from its origin (or any node holding it), checks it against the
 signed digest, catches up with every node's log on start and periodically (so nothing gossiped while
 it was away is lost), spot-audits verified samples in its own sandbox, and keeps trust per origin.
-The node must be in a fleet (\`vtnode init\` or \`vtnode join\` first, with this --data-dir).
+The node must be in a fleet: \`vtnode init\` or \`vtnode join\` first with this --data-dir, or
+--token TOKEN here (joins, as \`vtnode join\` does, and saves the fleet in the data dir).
 
 Collect options:
+  --token TOKEN            join the fleet this token names first
   --out DATASET            dataset dir (created; reused on restart)
   --tasks FILE             tasks.jsonl of the campaign: needed to export and audit samples
                            (samples of unknown tasks are kept, flagged, never exported)
@@ -39,6 +41,7 @@ export const command: Command = {
       {
         ...nodeOptions,
         out: { type: 'string' },
+        token: { type: 'string' },
         tasks: { type: 'string' },
         'min-reward': { type: 'string' },
         'audit-fraction': { type: 'string' },
@@ -61,7 +64,23 @@ export const command: Command = {
       catchUpIntervalMs = ms;
     }
     const dataDir = dataDirFrom(values);
-    const fleet = await dataDir.readFleet();
+    let fleet = await dataDir.readFleet();
+    if (values.token) {
+      let body: ReturnType<typeof decodeToken>;
+      try {
+        body = decodeToken(values.token, {
+          now: Date.now(),
+          ...(fleet ? { expectFleet: { fleet: fleet.fleet, psk: fleet.psk } } : {}),
+        });
+      } catch (err) {
+        if (err instanceof TokenError) throw new CliError(`cannot join: ${err.message}`);
+        throw err;
+      }
+      await dataDir.ensure();
+      await dataDir.identity();
+      fleet = { fleet: body.fleet, psk: body.psk, bootstrap: body.bootstrap, since: fleet?.since ?? Date.now() };
+      await dataDir.writeFleet(fleet);
+    }
     if (!fleet)
       throw new CliError(
         `${dataDir.root} is not in a fleet: run \`vtnode init --fleet NAME\` or \`vtnode join TOKEN\` with this --data-dir first`,
