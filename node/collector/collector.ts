@@ -204,8 +204,15 @@ export function createCollector(options: CollectorOptions): Collector {
     if (flushTimer || stopSignal.aborted) return;
     flushTimer = setTimeout(() => {
       flushTimer = null;
-      const batch = [...queued.values()];
+      // Gossiped digests are stored in one transaction per batch (a durable commit each would cost a flush each).
+      const incoming = [...queued.values()];
       queued.clear();
+      const results = store.addDigests(incoming);
+      const batch = incoming.filter((d, i) => {
+        if (results[i] === 'conflict') log.warn(`${d.origin} sent two different digests for seq ${d.seq}`);
+        return results[i] === 'new';
+      });
+      if (batch.length === 0) return;
       const run: Promise<void> = (flushing ?? Promise.resolve())
         .then(() => fetchAll(batch, stopSignal))
         .finally(() => {
@@ -215,17 +222,15 @@ export function createCollector(options: CollectorOptions): Collector {
     }, fetchDelayMs);
   };
 
-  const accept = (d: Digest, reply: SampleReply, from: string): boolean => {
+  /** Checks a body against its digest: null when it matches, else why (and the rejection is recorded). */
+  const check = (d: Digest, reply: SampleReply, from: string): string | null => {
     const why = bodyMismatch(d, reply);
     if (why) {
       log.warn(`rejected the body of ${d.sampleId} from ${from}: ${why}`);
       if (from === d.origin) store.rejectBody(d);
       else store.noteConflict(from);
-      return false;
     }
-    store.putBody(d, reply.body);
-    if (wantsAudit(d) && taskOf(d.taskId)) queueAudit(d);
-    return true;
+    return why;
   };
 
   /** Fetches the bodies of digests: from their origin first, then from other holders. */
@@ -273,12 +278,20 @@ export function createCollector(options: CollectorOptions): Collector {
         log('fetching %d bodies from %s failed: %s', missing.length, holder, (err as Error).message);
         continue;
       }
+      const byId = new Map(missing.map((d) => [d.sampleId, d]));
       const got = new Set<string>();
+      const accepted: { digest: Digest; body: SampleBody }[] = [];
       for (const reply of replies) {
-        const d = missing.find((m) => m.sampleId === reply.body.sampleId);
-        if (d && accept(d, reply, holder)) got.add(d.sampleId);
-        else if (d && holder === origin) got.add(d.sampleId); // rejected: not asked again
+        const d = byId.get(reply.body.sampleId);
+        if (!d) continue;
+        if (check(d, reply, holder) === null) {
+          accepted.push({ digest: d, body: reply.body });
+          got.add(d.sampleId);
+        } else if (holder === origin) got.add(d.sampleId); // rejected by its origin: not asked again
       }
+      // One transaction per reply: a durable commit per body would cost a disk flush each.
+      store.putBodies(accepted);
+      for (const { digest } of accepted) if (wantsAudit(digest) && taskOf(digest.taskId)) queueAudit(digest);
       missing = missing.filter((d) => !got.has(d.sampleId));
     }
   }
@@ -288,26 +301,23 @@ export function createCollector(options: CollectorOptions): Collector {
     return h.peerId?.toString() ?? '';
   };
 
-  const ingest = (d: Digest): boolean => {
-    const r = store.addDigest(d);
-    if (r === 'conflict') log.warn(`${d.origin} sent two different digests for seq ${d.seq}`);
-    return r === 'new';
-  };
-
   // ---- catch-up ----
   async function catchUpWith(peer: string, signal: AbortSignal): Promise<number> {
     let after = store.highWater(peer);
     let added = 0;
     for (;;) {
       const page = await fetchDigests(host, peer, after, MAX_LOG_DIGESTS_PER_FRAME, { signal });
-      for (const d of page.digests) {
-        if (d.origin !== peer) {
-          // A node's log serves only its own digests; anything else is forged.
-          store.noteConflict(peer);
-          log.warn(`${peer} served a digest of origin ${d.origin} on /vtnode/log/1; ignored`);
-          continue;
-        }
-        if (ingest(d)) added++;
+      const own = page.digests.filter((d) => d.origin === peer);
+      if (own.length < page.digests.length) {
+        // A node's log serves only its own digests; anything else is forged.
+        store.noteConflict(peer);
+        log.warn(
+          `${peer} served ${page.digests.length - own.length} digests of other origins on /vtnode/log/1; ignored`,
+        );
+      }
+      for (const [i, r] of store.addDigests(own).entries()) {
+        if (r === 'new') added++;
+        else if (r === 'conflict') log.warn(`${peer} sent two different digests for seq ${own[i]!.seq}`);
       }
       const last = page.digests.at(-1)?.seq ?? after;
       if (page.digests.length === 0 || last <= after || last >= page.highWater) break;
@@ -353,7 +363,6 @@ export function createCollector(options: CollectorOptions): Collector {
   return {
     onDigest(d) {
       if (stopSignal.aborted) return;
-      if (!ingest(d)) return;
       queued.set(`${d.origin}#${d.seq}`, d);
       scheduleFlush();
     },

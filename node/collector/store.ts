@@ -60,6 +60,8 @@ export interface DatasetStore {
   readonly dir: string;
   /** Adds a digest (idempotent); `conflict` when the origin already sent another digest for that seq. */
   addDigest(digest: Digest): AddResult;
+  /** Adds digests in one transaction (a catch-up page); results in order. */
+  addDigests(digests: readonly Digest[]): AddResult[];
   /** Highest contiguous seq held from an origin (0 = none). */
   highWater(origin: string): number;
   /** Samples whose bodies are still wanted, ordered by origin then seq. */
@@ -68,6 +70,8 @@ export interface DatasetStore {
   digest(origin: string, sampleId: string): Digest | undefined;
   /** Stores a verified body for its digest (callers check it against the digest first). */
   putBody(digest: Digest, body: SampleBody): void;
+  /** Stores verified bodies in one transaction. */
+  putBodies(items: readonly { digest: Digest; body: SampleBody }[]): void;
   /** Marks a digest's body as rejected (the origin served a body that contradicts its digest). */
   rejectBody(digest: Digest): void;
   /** Samples of the dataset, ordered by origin then seq. */
@@ -260,37 +264,54 @@ export function openDatasetStore(dir: string): DatasetStore {
     r.content_hash === d.contentHash &&
     r.eval_fingerprint === d.evalFingerprint;
 
+  const add = (d: Digest): AddResult => {
+    q.ensureOrigin.run(d.origin);
+    const existing = q.get.get(d.origin, d.seq) as Row | undefined;
+    if (existing) {
+      if (sameDigest(existing, d)) return 'known';
+      q.conflict.run(d.origin);
+      return 'conflict';
+    }
+    const sameId = q.byOriginId.get(d.origin, d.sampleId) as Row | undefined;
+    if (sameId) {
+      // One sample under two seqs: the origin's log is unique per sample id, so it contradicted itself.
+      q.conflict.run(d.origin);
+      return 'conflict';
+    }
+    q.insert.run(
+      d.origin,
+      d.seq,
+      d.sampleId,
+      d.taskId,
+      d.model,
+      d.split,
+      d.reward,
+      d.contentHash,
+      d.evalFingerprint,
+    );
+    advance(d.origin);
+    return 'new';
+  };
+
+  const writeBody = (d: Digest, body: SampleBody) => {
+    const path = join(dir, BODIES_DIR, hexOf(body.contentHash));
+    if (!existsSync(path)) {
+      const tmp = `${path}.${process.pid}.tmp`;
+      writeFileSync(tmp, body.candidate);
+      renameSync(tmp, path);
+    }
+    const { candidate, ...meta } = body;
+    q.putBody.run(canonicalJson(meta), normalisedHash(candidate), d.origin, d.seq);
+  };
+
   return {
     dir,
     addDigest(d) {
-      return transaction(db, () => {
-        q.ensureOrigin.run(d.origin);
-        const existing = q.get.get(d.origin, d.seq) as Row | undefined;
-        if (existing) {
-          if (sameDigest(existing, d)) return 'known';
-          q.conflict.run(d.origin);
-          return 'conflict';
-        }
-        const sameId = q.byOriginId.get(d.origin, d.sampleId) as Row | undefined;
-        if (sameId) {
-          // One sample under two seqs: the origin's log is unique per sample id, so it contradicted itself.
-          q.conflict.run(d.origin);
-          return 'conflict';
-        }
-        q.insert.run(
-          d.origin,
-          d.seq,
-          d.sampleId,
-          d.taskId,
-          d.model,
-          d.split,
-          d.reward,
-          d.contentHash,
-          d.evalFingerprint,
-        );
-        advance(d.origin);
-        return 'new';
-      });
+      return transaction(db, () => add(d));
+    },
+    addDigests(list) {
+      if (list.length === 0) return [];
+      return transaction(db, () => list.map(add));
     },
     highWater(origin) {
       return (q.highWater.get(origin) as { high_water: number } | undefined)?.high_water ?? 0;
@@ -303,14 +324,13 @@ export function openDatasetStore(dir: string): DatasetStore {
       return r ? toDigest(r) : undefined;
     },
     putBody(d, body) {
-      const path = join(dir, BODIES_DIR, hexOf(body.contentHash));
-      if (!existsSync(path)) {
-        const tmp = `${path}.${process.pid}.tmp`;
-        writeFileSync(tmp, body.candidate);
-        renameSync(tmp, path);
-      }
-      const { candidate, ...meta } = body;
-      q.putBody.run(canonicalJson(meta), normalisedHash(candidate), d.origin, d.seq);
+      writeBody(d, body);
+    },
+    putBodies(items) {
+      if (items.length === 0) return;
+      transaction(db, () => {
+        for (const { digest, body } of items) writeBody(digest, body);
+      });
     },
     rejectBody(d) {
       transaction(db, () => {

@@ -89,7 +89,8 @@ describe('spot audits', () => {
       [1, 'failed', true],
       [2, 'passed', false],
     ]);
-    expect(samples[1]!.auditReward).toBe(0);
+    // add() is wrong: the add test fails, the others pass (reward = pass rate < 1).
+    expect(samples[1]!.auditReward).toBeLessThan(1);
     const [trust] = collector.trust();
     expect(trust).toMatchObject({ auditsPassed: 2, auditFailures: 1, suspect: true });
     expect(trust!.trust).toBeLessThan(0.5);
