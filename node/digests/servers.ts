@@ -21,6 +21,21 @@ export interface BodySource {
   getMany(sampleIds: readonly string[]): SampleReply[];
 }
 
+/** Bodies from several sources (a node that is both worker and collector): the first that holds an id wins. */
+export function combineSources(...sources: BodySource[]): BodySource {
+  return {
+    getMany(sampleIds) {
+      const found = new Map<string, SampleReply>();
+      for (const source of sources) {
+        const wanted = sampleIds.filter((id) => !found.has(id));
+        if (wanted.length === 0) break;
+        for (const r of source.getMany(wanted)) found.set(r.body.sampleId, r);
+      }
+      return sampleIds.flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
+    },
+  };
+}
+
 /** Something that holds this node's own digests by sequence number: a worker's sample log. */
 export interface DigestSource {
   digestsSince(after: number, limit: number): Digest[];
