@@ -78,7 +78,12 @@ export const command: Command = {
       }
       await dataDir.ensure();
       await dataDir.identity();
-      fleet = { fleet: body.fleet, psk: body.psk, bootstrap: body.bootstrap, since: fleet?.since ?? Date.now() };
+      fleet = {
+        fleet: body.fleet,
+        psk: body.psk,
+        bootstrap: body.bootstrap,
+        since: fleet?.since ?? Date.now(),
+      };
       await dataDir.writeFleet(fleet);
     }
     if (!fleet)

@@ -38,14 +38,15 @@ export function createDigestGossip(options: DigestGossipOptions): DigestGossip {
   const counts = { published: 0, received: 0, rejected: 0, publishFailures: 0 };
   let stopped = false;
 
-  pubsub.topicValidators.set(
-    topic,
-    digestValidator((err, from) => {
-      counts.rejected++;
-      log.warn(`rejected a digest from ${from}: ${err.message}`);
-      options.onReject?.(err, from);
-    }),
-  );
+  // Another DigestGossip on this host (the daemon's, when the node also collects) may have set the
+  // same validator; ours replaces it and counts rejections here.
+  const validator = digestValidator((err, from) => {
+    counts.rejected++;
+    log.warn(`rejected a digest from ${from}: ${err.message}`);
+    options.onReject?.(err, from);
+  });
+  const previous = pubsub.topicValidators.get(topic);
+  pubsub.topicValidators.set(topic, validator);
   const onMessage = (evt: CustomEvent) => {
     const msg = evt.detail as { topic: string; type: string; data: Uint8Array; from?: PeerId };
     if (stopped || msg.topic !== topic || msg.type !== 'signed' || !msg.from) return;
@@ -86,7 +87,10 @@ export function createDigestGossip(options: DigestGossipOptions): DigestGossip {
       if (stopped) return;
       stopped = true;
       pubsub.removeEventListener('message', onMessage);
-      if (pubsub.topicValidators.get(topic)) pubsub.topicValidators.delete(topic);
+      if (pubsub.topicValidators.get(topic) === validator) {
+        if (previous) pubsub.topicValidators.set(topic, previous);
+        else pubsub.topicValidators.delete(topic);
+      }
     },
   };
 }
