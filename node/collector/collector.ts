@@ -138,8 +138,8 @@ export function createCollector(options: CollectorOptions): Collector {
   };
 
   const suspect = (origin: string): boolean => {
-    const r = store.origins().find((o) => o.origin === origin);
-    return r ? trustOf(r).suspect : false;
+    const r = store.origin(origin);
+    return r ? trustOf({ ...r, samples: 0 }).suspect : false;
   };
 
   // ---- audits: one at a time (a sandbox run is CPU-heavy) ----
@@ -188,9 +188,7 @@ export function createCollector(options: CollectorOptions): Collector {
           `audit: ${d.origin} claimed reward ${d.reward} for ${d.sampleId} (task ${d.taskId}), the re-score gave ${result.reward}; ${n} of its samples quarantined until re-verified`,
         );
         // A suspect origin gets every verified sample audited.
-        for (const other of store.samples({ origin: d.origin }))
-          if (other.body && other.audit === 'none' && other.digest.reward >= minReward)
-            queueAudit(other.digest);
+        for (const other of store.unaudited(minReward)) if (other.origin === d.origin) queueAudit(other);
       }
     }
   }
@@ -354,8 +352,8 @@ export function createCollector(options: CollectorOptions): Collector {
     const pending = store.pending();
     if (pending.length > 0) await fetchAll(pending, sig);
     // Bodies fetched before a restart whose audit never ran.
-    for (const s of store.samples({ bodyState: 'ok' }))
-      if (s.audit === 'none' && wantsAudit(s.digest) && taskOf(s.digest.taskId)) queueAudit(s.digest);
+    if (auditor)
+      for (const d of store.unaudited(minReward)) if (wantsAudit(d) && taskOf(d.taskId)) queueAudit(d);
   };
 
   let timer: NodeJS.Timeout | null = null;

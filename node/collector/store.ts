@@ -87,6 +87,10 @@ export interface DatasetStore {
   /** Counts a conflict against an origin. */
   noteConflict(origin: string): void;
   origins(): OriginRecord[];
+  /** One origin's record (without reading its samples), or undefined. */
+  origin(origin: string): Omit<OriginRecord, 'samples'> | undefined;
+  /** Digests with a verified body, claimed reward ≥ minReward and no audit yet (no body is read). */
+  unaudited(minReward: number): Digest[];
   /** Adds or replaces tasks (by id). */
   putTasks(tasks: readonly Task[]): number;
   tasks(): Map<string, Task>;
@@ -197,6 +201,10 @@ export function openDatasetStore(dir: string): DatasetStore {
     conflict: db.prepare('UPDATE origins SET conflicts = conflicts + 1 WHERE origin = ?'),
     origins: db.prepare(
       'SELECT o.*, (SELECT COUNT(*) FROM samples s WHERE s.origin = o.origin) AS samples FROM origins o ORDER BY o.origin',
+    ),
+    origin: db.prepare('SELECT * FROM origins WHERE origin = ?'),
+    unaudited: db.prepare(
+      "SELECT * FROM samples WHERE body_state = 'ok' AND audit = 'none' AND reward >= ? ORDER BY origin, seq",
     ),
     putTask: db.prepare('INSERT OR REPLACE INTO tasks (id, json) VALUES (?, ?)'),
     tasks: db.prepare('SELECT json FROM tasks ORDER BY id'),
@@ -376,6 +384,21 @@ export function openDatasetStore(dir: string): DatasetStore {
         rejectedBodies: Number(r.rejected_bodies),
         conflicts: Number(r.conflicts),
       }));
+    },
+    origin(origin) {
+      const r = q.origin.get(origin) as Record<string, number | string> | undefined;
+      if (!r) return undefined;
+      return {
+        origin: String(r.origin),
+        highWater: Number(r.high_water),
+        auditsPassed: Number(r.audits_passed),
+        auditFailures: Number(r.audit_failures),
+        rejectedBodies: Number(r.rejected_bodies),
+        conflicts: Number(r.conflicts),
+      };
+    },
+    unaudited(minReward) {
+      return (q.unaudited.all(minReward) as unknown as Row[]).map(toDigest);
     },
     putTasks(tasks) {
       return transaction(db, () => {
