@@ -71,7 +71,8 @@ export const command: Command = {
       if (values.json) process.stdout.write(`${JSON.stringify(manifest, null, 2)}\n`);
       else {
         const lines = manifest.files.map(
-          (f) => `  ${f.path.padEnd(18)} ${String(f.rows).padStart(7)} rows  ${f.bytes} bytes`,
+          (f) =>
+            `  ${f.path.padEnd(18)} ${f.path.endsWith('.jsonl') ? `${String(f.rows).padStart(7)} rows  ` : ''.padStart(14)}${f.bytes} bytes`,
         );
         process.stdout.write(
           `${values.format} export of ${manifest.counts.rows} rows from ${manifest.counts.tasks} tasks to ${values.out}\n${lines.join('\n')}\n`,
