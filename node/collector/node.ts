@@ -90,8 +90,13 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
       trust: collector.trust(),
     };
   let last = '';
+  let lastKey = '';
   const writeStatus = async () => {
-    if (!options.statusFile) return;
+    if (!options.statusFile || final) return;
+    // The content digest hashes every row: only recomputed when counts, audits or trust moved.
+    const key = JSON.stringify([collector.stats(), collector.trust()]);
+    if (key === lastKey) return;
+    lastKey = key;
     const text = `${JSON.stringify(status(), null, 2)}\n`;
     if (text === last) return;
     last = text;
