@@ -62,13 +62,10 @@ describe('digest gossip over real libp2p hosts', () => {
     await connect(a, b);
     await connect(b, c);
     const topic = digestTopic(FLEET);
-    await until(
-      () =>
-        a.services.pubsub.getSubscribers(topic).length > 0 &&
-        b.services.pubsub.getSubscribers(topic).length >= 2 &&
-        c.services.pubsub.getSubscribers(topic).length > 0,
-      'the digest mesh',
-    );
+    // Forwarding (b → c) goes over the topic mesh, grafted at gossipsub heartbeats: wait for it.
+    const mesh = (h: Host) =>
+      (h.services.pubsub as unknown as { getMeshPeers(t: string): string[] }).getMeshPeers(topic);
+    await until(() => mesh(a).length > 0 && mesh(b).length >= 2 && mesh(c).length > 0, 'the digest mesh');
   }, 30_000);
 
   afterAll(async () => {
