@@ -92,6 +92,7 @@ describe('vtnode rescore', () => {
     const back = await vtnode(['rescore', '--from', ds, '--workspace', NODE_WS, '--json'], {
       timeoutMs: 120_000,
     });
+    expect(back.code, back.stderr).toBe(0);
     expect(JSON.parse(back.stdout)).toMatchObject({ rescored: 2, stillPassing: 2, broken: {} });
   }, 240_000);
 });
