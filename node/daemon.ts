@@ -6,7 +6,7 @@ import { startControlServer } from './control/server.ts';
 import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
 import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
-import { createHost } from './fleet/host.ts';
+import { createHost, type Host } from './fleet/host.ts';
 import { logger } from './logger.ts';
 import type { ModelService } from './models/service.ts';
 import { DEFAULT_PORT, portFree, withoutPeerId } from './net.ts';
@@ -32,6 +32,8 @@ export interface DaemonOptions {
 
 export interface Daemon {
   readonly peerId: string;
+  /** The libp2p host (collect wires its digest gossip and fetch protocols onto it). [collect: minimal local change] */
+  readonly host: Host;
   /** Dialable addresses with /p2p/<peer id>. */
   addrs(): string[];
   status(): FleetStatus;
@@ -224,6 +226,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 
   return {
     peerId,
+    host,
     addrs: () => addrs().map((a) => `${a}/p2p/${peerId}`),
     status,
     stop,

@@ -1,0 +1,154 @@
+import { resolve } from 'node:path';
+import { startCollectorNode } from '../../node/collector/node.ts';
+import { startDaemon } from '../../node/daemon.ts';
+import { readTasksFile } from '../../node/model-server/tasks-file.ts';
+import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import { decodeToken, parseDuration, TokenError } from '../../protocol/token.ts';
+import { createCheckedScorer, SandboxSelfTestError, type Scorer } from '../../sandbox/scorer.ts';
+import { CliError, type Command, parseOptions } from '../command.ts';
+import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
+import { fractionOption } from './export.ts';
+
+const usage = `Usage: vtnode collect --out DATASET [collect options] [node options]
+
+Runs this node as a collector until stopped (Ctrl-C or \`vtnode leave\`): follows the fleet's
+sample digests, fetches every body from its origin (or any node holding it), checks it against the
+signed digest, catches up with every node's log on start and periodically (so nothing gossiped while
+it was away is lost), spot-audits verified samples in its own sandbox, and keeps trust per origin.
+The node must be in a fleet: \`vtnode init\` or \`vtnode join\` first with this --data-dir, or
+--token TOKEN here (joins, as \`vtnode join\` does, and saves the fleet in the data dir).
+
+Collect options:
+  --token TOKEN            join the fleet this token names first
+  --out DATASET            dataset dir (created; reused on restart)
+  --tasks FILE             tasks.jsonl of the campaign: needed to export and audit samples
+                           (samples of unknown tasks are kept, flagged, never exported)
+  --min-reward R           reward that counts as verified (default 1.0)
+  --audit-fraction F       share of verified samples re-scored (default 0.05); every sample of a
+                           node caught lying is re-scored
+  --workspace DIR          a built checkout audits score against, repeatable (no workspace, no audits)
+  --catch-up-interval DUR  how often to ask every node for missed digests (default 30s)
+  --unconfined             audit without the sandbox (trusted input only)
+${nodeOptionsUsage}`;
+
+export const command: Command = {
+  name: 'collect',
+  summary: 'run this node as a collector: digests in, verified dataset out',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(
+      argv,
+      {
+        ...nodeOptions,
+        out: { type: 'string' },
+        token: { type: 'string' },
+        tasks: { type: 'string' },
+        'min-reward': { type: 'string' },
+        'audit-fraction': { type: 'string' },
+        'catch-up-interval': { type: 'string' },
+        unconfined: { type: 'boolean' },
+      },
+      usage,
+    );
+    if (!values.out) throw new CliError(`--out DATASET is required\n\n${usage}`, 2);
+    const minReward = fractionOption(values['min-reward'], 'min-reward', 1);
+    const auditFraction = fractionOption(values['audit-fraction'], 'audit-fraction', 0.05);
+    let catchUpIntervalMs = 30_000;
+    if (values['catch-up-interval'] !== undefined) {
+      const ms = parseDuration(values['catch-up-interval']);
+      if (ms === null)
+        throw new CliError(
+          `--catch-up-interval: not a duration: "${values['catch-up-interval']}" (e.g. 30s, 5m)`,
+          2,
+        );
+      catchUpIntervalMs = ms;
+    }
+    const dataDir = dataDirFrom(values);
+    let fleet = await dataDir.readFleet();
+    if (values.token) {
+      let body: ReturnType<typeof decodeToken>;
+      try {
+        body = decodeToken(values.token, {
+          now: Date.now(),
+          ...(fleet ? { expectFleet: { fleet: fleet.fleet, psk: fleet.psk } } : {}),
+        });
+      } catch (err) {
+        if (err instanceof TokenError) throw new CliError(`cannot join: ${err.message}`);
+        throw err;
+      }
+      await dataDir.ensure();
+      await dataDir.identity();
+      fleet = {
+        fleet: body.fleet,
+        psk: body.psk,
+        bootstrap: body.bootstrap,
+        since: fleet?.since ?? Date.now(),
+      };
+      await dataDir.writeFleet(fleet);
+    }
+    if (!fleet)
+      throw new CliError(
+        `${dataDir.root} is not in a fleet: run \`vtnode init --fleet NAME\` or \`vtnode join TOKEN\` with this --data-dir first`,
+      );
+    const tasks = values.tasks ? await readTasksFile(values.tasks) : [];
+    const config = mergeConfig(await dataDir.readConfig(), values);
+    await dataDir.writeConfig(config);
+
+    const workspaces = new Map<string, string>();
+    for (const dir of config.workspaces) workspaces.set((await workspaceIdentity(dir)).id, resolve(dir));
+    let scorer: Scorer | null = null;
+    if (workspaces.size > 0 && auditFraction > 0) {
+      try {
+        scorer = await createCheckedScorer({
+          unconfined: values.unconfined ?? false,
+          workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+        });
+      } catch (err) {
+        if (err instanceof SandboxSelfTestError)
+          throw new CliError(
+            `${err.message}\n(audits need the sandbox; --audit-fraction 0 collects without audits, --unconfined audits without a sandbox)`,
+          );
+        throw err;
+      }
+    }
+
+    const daemon = await startDaemon({ dataDir, fleet, config });
+    const node = await startCollectorNode({
+      fleet: {
+        host: daemon.host,
+        fleetId: fleet.fleet,
+        peers: () => [
+          ...daemon.status().nodes.map((n) => n.peerId),
+          ...daemon.host.getPeers().map((p) => p.toString()),
+        ],
+      },
+      out: resolve(values.out),
+      tasks,
+      minReward,
+      auditFraction,
+      scorer,
+      workspaces,
+      catchUpIntervalMs,
+      statusFile: dataDir.path('collector.json'),
+    });
+    // The collector stops before the host it fetches over; `vtnode leave` stops the daemon directly.
+    const onSignal = () => void node.stop().then(() => daemon.stop());
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    process.stderr.write(
+      `vtnode ${daemon.peerId} is collecting fleet "${fleet.fleet}" into ${resolve(values.out)}\n` +
+        `  listening on ${daemon.addrs().join('\n               ')}\n` +
+        `  ${tasks.length} tasks added; audits: ${scorer ? `${auditFraction * 100}% of verified samples` : 'off (no --workspace)'}\n` +
+        '  Ctrl-C or `vtnode leave` stops it.\n',
+    );
+    await daemon.stopped;
+    await node.stop();
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+    const s = node.status();
+    process.stderr.write(
+      `collector stopped: ${s.stats.digests} digests, ${s.stats.bodies} bodies, ${s.stats.pending} pending, ${s.stats.rejected} rejected\n`,
+    );
+    return 0;
+  },
+};

@@ -1,0 +1,97 @@
+import { resolve } from 'node:path';
+import { openExistingDataset } from '../../node/collector/open.ts';
+import { rescoreDataset } from '../../node/collector/rescore.ts';
+import { readTasksFile } from '../../node/model-server/tasks-file.ts';
+import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import { createCheckedScorer, SandboxSelfTestError } from '../../sandbox/scorer.ts';
+import { CliError, type Command, parseOptions } from '../command.ts';
+import { fractionOption } from './export.ts';
+
+const usage = `Usage: vtnode rescore --from DATASET --workspace NEW [--tasks FILE] [--json]
+
+Re-scores the dataset's verified samples against a new version of the platform (a built checkout):
+rows that no longer pass leave the next export, and are listed here per task with the judge's
+diagnostics (which APIs moved). A later rescore replaces the earlier result.
+
+Options:
+  --from DATASET       dataset dir written by \`vtnode collect\`
+  --workspace NEW      the new workspace (built checkout)
+  --tasks FILE         tasks mined from the new workspace (\`vtnode mine\`): each sample is scored
+                       with the new task of the same kind and target; without it, each task is
+                       carried over (same tests, the target's new content as the reference)
+  --min-reward R       pass threshold (default: the dataset's, 1.0)
+  --unconfined         run without the sandbox (trusted input only)
+  --json               print the result as JSON`;
+
+export const command: Command = {
+  name: 'rescore',
+  summary: 're-score verified samples against a new workspace',
+  usage,
+  async run(argv) {
+    const { values } = parseOptions(
+      argv,
+      {
+        from: { type: 'string' },
+        workspace: { type: 'string' },
+        tasks: { type: 'string' },
+        'min-reward': { type: 'string' },
+        unconfined: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      usage,
+    );
+    if (!values.from || !values.workspace)
+      throw new CliError(`--from and --workspace are required\n\n${usage}`, 2);
+    const store = openExistingDataset(values.from);
+    if (!store) throw new CliError(`${values.from} is not a dataset (no dataset.db)`);
+    try {
+      const newTasks = values.tasks ? await readTasksFile(values.tasks) : undefined;
+      const workspaceDir = resolve(values.workspace);
+      const ws = await workspaceIdentity(workspaceDir);
+      let scorer: Awaited<ReturnType<typeof createCheckedScorer>>;
+      try {
+        scorer = await createCheckedScorer({
+          unconfined: values.unconfined ?? false,
+          workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+        });
+      } catch (err) {
+        if (err instanceof SandboxSelfTestError)
+          throw new CliError(
+            `${err.message}\n(refusing to score; --unconfined runs without a sandbox, for trusted input only)`,
+          );
+        throw err;
+      }
+      const result = await rescoreDataset({
+        store,
+        scorer,
+        workspaceDir,
+        workspace: { id: ws.id, commit: ws.commit, clean: ws.clean },
+        ...(newTasks ? { newTasks } : {}),
+        ...(values['min-reward'] !== undefined
+          ? { minReward: fractionOption(values['min-reward'], 'min-reward', 1) }
+          : {}),
+        onProgress: values.json
+          ? undefined
+          : (done, total) => process.stderr.write(`\rrescored ${done}/${total}`),
+      });
+      if (values.json) {
+        process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+        return 0;
+      }
+      process.stderr.write('\n');
+      const tasks = Object.entries(result.broken);
+      process.stdout.write(
+        `rescored ${result.rescored} verified samples against ${ws.id}${ws.commit ? ` (commit ${ws.commit})` : ''}: ${result.stillPassing} still pass, ${result.rescored - result.stillPassing} no longer pass in ${tasks.length} tasks\n`,
+      );
+      for (const [task, list] of tasks) {
+        process.stdout.write(`\n${task}: ${list.length} no longer pass\n`);
+        const first = list[0]!;
+        process.stdout.write(`  reasons: ${first.reasons.join('; ') || '(none)'}\n`);
+        if (first.diagnostics) process.stdout.write(`${first.diagnostics.replace(/^/gm, '    ')}\n`);
+      }
+      return 0;
+    } finally {
+      store.close();
+    }
+  },
+};

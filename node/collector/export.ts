@@ -1,0 +1,269 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { sha256Hex } from '../../protocol/canonical.ts';
+import type { ChatMessage, Task } from '../../protocol/task.ts';
+import { VTNODE_VERSION } from '../../protocol/version.ts';
+import { fenced, languageOf } from '../tasks/prompt.ts';
+import { type Selection, selectRows, type VerifiedRow } from './select.ts';
+import type { DatasetStore } from './store.ts';
+
+export type ExportFormat = 'mlx' | 'hf' | 'repair';
+export const EXPORT_FORMATS: readonly ExportFormat[] = ['mlx', 'hf', 'repair'];
+
+export interface ExportOptions {
+  /** The dataset to export. */
+  store: DatasetStore;
+  format: ExportFormat;
+  /** Output dir (created; files of the export are overwritten). */
+  out: string;
+  /** Reward at or above which a sample is verified (default: the dataset's, else 1). */
+  minReward?: number;
+  /** Share of source-sharing groups drawn for `valid.jsonl` (mlx, repair; default 0.1). */
+  validFraction?: number;
+}
+
+export interface ExportedFile {
+  path: string;
+  sha256: string;
+  bytes: number;
+  rows: number;
+}
+
+/** manifest.json: what an export holds and where it came from. */
+export interface Manifest {
+  format: ExportFormat;
+  generator: string;
+  minReward: number;
+  /** The dataset's content digest at export time. */
+  dataset: string;
+  files: ExportedFile[];
+  counts: {
+    rows: number;
+    tasks: number;
+    groups: number;
+    validGroups: number;
+    excluded: Selection['excluded'];
+    missingTasks: number;
+  };
+  models: string[];
+  commits: string[];
+  workspaces: string[];
+  evalFingerprints: string[];
+  promptFingerprints: number;
+  warnings: string[];
+}
+
+const groupRank = (group: string) => Number.parseInt(sha256Hex(`valid:${group}`).slice(0, 12), 16) / 2 ** 48;
+
+/**
+ * Draws validation groups: every source-sharing group whose hash falls below `fraction`, at least
+ * one when there are two or more groups, never all of them. Deterministic in the group names.
+ */
+export function validGroups(groups: Iterable<string>, fraction: number): Set<string> {
+  const all = [...new Set(groups)].sort((a, b) => groupRank(a) - groupRank(b) || a.localeCompare(b));
+  const chosen = all.filter((g) => groupRank(g) < fraction);
+  if (chosen.length === 0 && all.length >= 2 && fraction > 0) chosen.push(all[0]!);
+  if (chosen.length === all.length && all.length > 0) chosen.pop();
+  return new Set(chosen);
+}
+
+function answer(task: Task, candidate: string): ChatMessage {
+  return { role: 'assistant', content: fenced(candidate, languageOf(task.target).fence) };
+}
+
+const jsonl = (rows: unknown[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
+
+/** The repair prompt: the task's prompt, the failed attempt, what the judge said. */
+function repairMessages(failed: VerifiedRow, passing: VerifiedRow): ChatMessage[] {
+  const { task } = failed;
+  const lang = languageOf(task.target).fence;
+  const lastUser = task.messages.findLastIndex((m) => m.role === 'user');
+  const head = task.messages.slice(0, lastUser);
+  const original = task.messages[lastUser]?.content ?? '';
+  const score = failed.body.score;
+  const diagnostics = [
+    `Tests passed: ${score.passed}, failed: ${score.failed}.`,
+    score.reasons.length ? `Reasons: ${score.reasons.join('; ')}` : '',
+    score.diagnostics ? fenced(score.diagnostics, 'text') : '',
+  ]
+    .filter(Boolean)
+    .join('\n');
+  return [
+    ...head,
+    {
+      role: 'user',
+      content: `${original}\n\nA previous attempt:\n\n${fenced(failed.body.candidate, lang)}\n\nIt did not pass:\n${diagnostics}\n\nWrite the corrected file in full, in one code block.`,
+    },
+    answer(task, passing.body.candidate),
+  ];
+}
+
+/** Writes an export of a dataset: data files plus manifest.json; byte-identical for the same dataset. */
+export async function exportDataset(options: ExportOptions): Promise<Manifest> {
+  const { store, format, out } = options;
+  const minReward = options.minReward ?? Number(store.getMeta('minReward') ?? 1);
+  const validFraction = options.validFraction ?? 0.1;
+  const tasks = store.tasks();
+  const selection = selectRows(store.samples(), tasks, minReward);
+  const warnings: string[] = [];
+  if (selection.missingTasks.length > 0)
+    warnings.push(
+      `${selection.missingTasks.length} task ids have samples but no task in the dataset (add them with \`vtnode collect --tasks\`); their samples are not exported`,
+    );
+
+  const files = new Map<string, { text: string; rows: number }>();
+  const train = selection.rows.filter((r) => r.task.split === 'train');
+  const groups = new Set(train.map((r) => r.task.group));
+  let valid = new Set<string>();
+  let used: VerifiedRow[] = [];
+
+  if (format === 'mlx' || format === 'repair') {
+    let pairs: { row: VerifiedRow; messages: ChatMessage[] }[];
+    if (format === 'mlx') {
+      used = train;
+      pairs = train.map((row) => ({
+        row,
+        messages: [...row.task.messages, answer(row.task, row.body.candidate)],
+      }));
+    } else {
+      const passingByTask = new Map<string, VerifiedRow>();
+      for (const r of train) if (!passingByTask.has(r.task.id)) passingByTask.set(r.task.id, r);
+      pairs = [];
+      for (const f of selection.failed) {
+        const passing = passingByTask.get(f.task.id);
+        if (!passing || f.task.split !== 'train') continue;
+        pairs.push({ row: f, messages: repairMessages(f, passing) });
+        used.push(f, passing);
+      }
+    }
+    const pairGroups = new Set(pairs.map((p) => p.row.task.group));
+    valid = validGroups(pairGroups, validFraction);
+    if (valid.size === 0)
+      warnings.push(
+        'one source-sharing group only: valid.jsonl is empty (run mlx_lm.lora with --val-batches 0)',
+      );
+    const trainRows = pairs
+      .filter((p) => !valid.has(p.row.task.group))
+      .map((p) => ({ messages: p.messages }));
+    const validRows = pairs.filter((p) => valid.has(p.row.task.group)).map((p) => ({ messages: p.messages }));
+    files.set('train.jsonl', { text: jsonl(trainRows), rows: trainRows.length });
+    files.set('valid.jsonl', { text: jsonl(validRows), rows: validRows.length });
+  } else {
+    used = selection.rows;
+    const record = (r: VerifiedRow) => ({
+      task_id: r.task.id,
+      kind: r.task.kind,
+      module: r.task.module,
+      group: r.task.group,
+      target: r.task.target,
+      model: r.body.model,
+      sample_id: r.body.sampleId,
+      prompt: r.task.messages,
+      completion: r.body.candidate,
+      reward: r.body.score.reward,
+      tests_passed: r.body.score.passed,
+      tests_failed: r.body.score.failed,
+      finish_reason: r.body.generation.finishReason,
+      completion_tokens: r.body.generation.usage.completion,
+      content_hash: r.body.contentHash,
+      eval_fingerprint: r.body.score.evalFingerprint,
+      prompt_fingerprint: r.task.promptFingerprint,
+      workspace_id: r.task.workspace.id,
+      workspace_commit: r.task.workspace.commit ?? '',
+    });
+    const trainRows = selection.rows.filter((r) => r.task.split === 'train').map(record);
+    const testRows = selection.rows.filter((r) => r.task.split === 'eval').map(record);
+    files.set('data/train.jsonl', { text: jsonl(trainRows), rows: trainRows.length });
+    files.set('data/test.jsonl', { text: jsonl(testRows), rows: testRows.length });
+    files.set('README.md', { text: datasetCard(trainRows.length, testRows.length, used), rows: 0 });
+  }
+
+  await mkdir(out, { recursive: true });
+  const written: ExportedFile[] = [];
+  for (const [path, { text, rows }] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
+    await mkdir(dirname(join(out, path)), { recursive: true });
+    await writeFile(join(out, path), text);
+    written.push({ path, sha256: sha256Hex(text), bytes: Buffer.byteLength(text), rows });
+  }
+  const uniq = (xs: (string | null)[]) => [...new Set(xs.filter((x): x is string => x !== null))].sort();
+  const manifest: Manifest = {
+    format,
+    generator: `vtnode ${VTNODE_VERSION}`,
+    minReward,
+    dataset: store.contentDigest(),
+    files: written,
+    counts: {
+      rows: written.filter((f) => f.path.endsWith('.jsonl')).reduce((a, f) => a + f.rows, 0),
+      tasks: new Set(used.map((r) => r.task.id)).size,
+      groups: format === 'hf' ? new Set(used.map((r) => r.task.group)).size : groups.size,
+      validGroups: valid.size,
+      excluded: selection.excluded,
+      missingTasks: selection.missingTasks.length,
+    },
+    models: uniq(used.map((r) => r.body.model)),
+    commits: uniq(used.map((r) => r.task.workspace.commit)),
+    workspaces: uniq(used.map((r) => r.task.workspace.id)),
+    evalFingerprints: uniq(used.map((r) => r.body.score.evalFingerprint)),
+    promptFingerprints: new Set(used.map((r) => r.task.promptFingerprint)).size,
+    warnings,
+  };
+  await writeFile(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  return manifest;
+}
+
+/** Hugging Face dataset card: YAML front matter (configs, splits, features) and a short description. */
+function datasetCard(trainRows: number, testRows: number, rows: VerifiedRow[]): string {
+  const str = (name: string) => `    - name: ${name}\n      dtype: string\n`;
+  const num = (name: string, dtype: string) => `    - name: ${name}\n      dtype: ${dtype}\n`;
+  const models = [...new Set(rows.map((r) => r.body.model))].sort();
+  const commits = [...new Set(rows.map((r) => r.task.workspace.commit ?? 'uncommitted'))].sort();
+  return `---
+# Set the license before publishing: the samples derive from the source repository's code.
+license: other
+license_name: set-me
+pretty_name: vtnode verified samples
+task_categories:
+- text-generation
+tags:
+- code
+- verified
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: data/train.jsonl
+  - split: test
+    path: data/test.jsonl
+dataset_info:
+  features:
+${str('task_id')}${str('kind')}${str('module')}${str('group')}${str('target')}${str('model')}${str('sample_id')}    - name: prompt
+      list:
+      - name: role
+        dtype: string
+      - name: content
+        dtype: string
+${str('completion')}${num('reward', 'float64')}${num('tests_passed', 'int64')}${num('tests_failed', 'int64')}${str('finish_reason')}${num('completion_tokens', 'int64')}${str('content_hash')}${str('eval_fingerprint')}${str('prompt_fingerprint')}${str('workspace_id')}${str('workspace_commit')}  splits:
+  - name: train
+    num_examples: ${trainRows}
+  - name: test
+    num_examples: ${testRows}
+---
+
+# vtnode verified samples
+
+Model-written code whose unit tests were executed in a sandbox and passed (reward ≥ the export's
+minimum), collected from a vtnode fleet, content-verified against signed digests, spot-audited and
+de-duplicated per task. \`train\` holds tasks of the train split; \`test\` holds the eval split
+(tasks whose source-sharing group never appears in train): keep it out of training.
+
+- models: ${models.join(', ') || '(none)'}
+- source commits: ${commits.join(', ') || '(none)'}
+- rows: ${trainRows} train, ${testRows} test
+
+Each row: \`prompt\` (chat messages), \`completion\` (the full file the model wrote), \`reward\`, the
+test counts, and fingerprints of the prompt and of the evaluation (\`eval_fingerprint\`) it was
+scored under. See manifest.json for file hashes.
+
+**License: set \`license\` in the front matter above before publishing.**
+`;
+}

@@ -1,0 +1,127 @@
+import { writeFile } from 'node:fs/promises';
+import type { Digest } from '../../protocol/digest.ts';
+import type { Task } from '../../protocol/task.ts';
+import type { Scorer } from '../../sandbox/scorer.ts';
+import { createDigestGossip } from '../digests/gossip.ts';
+import { createSampleServer } from '../digests/servers.ts';
+import type { Host } from '../fleet/host.ts';
+import { logger } from '../logger.ts';
+import { type Collector, type CollectorStats, createCollector, scorerAuditor } from './collector.ts';
+import { openDatasetStore } from './store.ts';
+import type { OriginTrust } from './trust.ts';
+
+/** What the collector needs of a running node. */
+export interface CollectorFleet {
+  /** The node's libp2p host (gossipsub with StrictSign). */
+  host: Host;
+  fleetId: string;
+  /** Peer ids of current fleet members (this node excluded or not: it is filtered out). */
+  peers(): string[];
+}
+
+export interface CollectorNodeOptions {
+  fleet: CollectorFleet;
+  /** The dataset dir. */
+  out: string;
+  /** Tasks to add to the dataset (needed for exports and audits). */
+  tasks?: readonly Task[];
+  /** Reward at or above which a sample is verified (default 1). */
+  minReward?: number;
+  /** Share of verified samples re-scored (default 0.05). */
+  auditFraction?: number;
+  /** The sandbox scorer for audits; null = no audits. */
+  scorer?: Scorer | null;
+  /** Workspaces held: content id → dir (audits need the task's workspace). */
+  workspaces?: ReadonlyMap<string, string>;
+  /** Catch-up interval, ms (default 30 s). */
+  catchUpIntervalMs?: number;
+  /** Where to write a status snapshot (trust, counts) every few seconds, if anywhere. */
+  statusFile?: string;
+}
+
+/** A snapshot of a running collector, as `vtnode status` may show it. */
+export interface CollectorStatus {
+  dataset: string;
+  contentDigest: string;
+  stats: CollectorStats;
+  trust: OriginTrust[];
+}
+
+export interface CollectorNode {
+  collector: Collector;
+  status(): CollectorStatus;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the collector role on a node: digest gossip in, bodies fetched and served (/vtnode/sample/1
+ * from the dataset, so other collectors can fetch from here), periodic catch-up, audits.
+ */
+export async function startCollectorNode(options: CollectorNodeOptions): Promise<CollectorNode> {
+  const log = logger('vtnode:collector:node');
+  const { fleet } = options;
+  const store = openDatasetStore(options.out);
+  store.setMeta('minReward', String(options.minReward ?? 1));
+  if (options.tasks?.length) store.putTasks(options.tasks);
+  const self = fleet.host.peerId.toString();
+  const collector = createCollector({
+    host: fleet.host,
+    peers: () => [...new Set(fleet.peers())].filter((p) => p !== self).sort(),
+    store,
+    minReward: options.minReward ?? 1,
+    auditFraction: options.auditFraction ?? 0.05,
+    auditor: options.scorer ? scorerAuditor(options.scorer, options.workspaces ?? new Map()) : null,
+    catchUpIntervalMs: options.catchUpIntervalMs ?? 30_000,
+  });
+  const server = await createSampleServer({ host: fleet.host, source: store });
+  const gossip = createDigestGossip({
+    host: fleet.host,
+    fleetId: fleet.fleetId,
+    onDigest: (d: Digest) => collector.onDigest(d),
+  });
+  collector.start();
+
+  let final: CollectorStatus | null = null;
+  const status = (): CollectorStatus =>
+    final ?? {
+      dataset: store.dir,
+      contentDigest: store.contentDigest(),
+      stats: collector.stats(),
+      trust: collector.trust(),
+    };
+  let last = '';
+  let lastKey = '';
+  const writeStatus = async () => {
+    if (!options.statusFile || final) return;
+    // The content digest hashes every row: only recomputed when counts, audits or trust moved.
+    const key = JSON.stringify([collector.stats(), collector.trust()]);
+    if (key === lastKey) return;
+    lastKey = key;
+    const text = `${JSON.stringify(status(), null, 2)}\n`;
+    if (text === last) return;
+    last = text;
+    await writeFile(options.statusFile, text).catch((err: Error) =>
+      log.warn(`writing status failed: ${err.message}`),
+    );
+  };
+  const timer = setInterval(() => void writeStatus(), 1000);
+  void writeStatus();
+
+  let stopping: Promise<void> | null = null;
+  return {
+    collector,
+    status,
+    stop() {
+      stopping ??= (async () => {
+        clearInterval(timer);
+        gossip.stop();
+        await collector.stop();
+        await server.stop().catch(() => {});
+        await writeStatus();
+        final = status();
+        store.close();
+      })();
+      return stopping;
+    },
+  };
+}

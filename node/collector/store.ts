@@ -1,0 +1,464 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalJson, sha256Hex } from '../../protocol/canonical.ts';
+import type { Digest } from '../../protocol/digest.ts';
+import type { SampleReply } from '../../protocol/fetch.ts';
+import { parseJsonWith } from '../../protocol/parse.ts';
+import { contentHash, SampleBody } from '../../protocol/sample.ts';
+import { Task } from '../../protocol/task.ts';
+import { openDatabase, transaction } from '../sqlite.ts';
+
+/** File name of the dataset index inside a dataset dir. */
+export const DATASET_DB = 'dataset.db';
+/** Folder of content-addressed candidate texts inside a dataset dir (`bodies/<hex sha256>`). */
+export const BODIES_DIR = 'bodies';
+
+/** Whitespace-normalised hash of a candidate: runs of whitespace become one space, ends trimmed. */
+export function normalisedHash(candidate: string): string {
+  return `sha256:${sha256Hex(candidate.replace(/\s+/g, ' ').trim())}`;
+}
+
+/** Whether a body was fetched and matched its digest. */
+export type BodyState = 'pending' | 'ok' | 'rejected';
+/** Outcome of a collector's re-score of a sample. */
+export type AuditState = 'none' | 'passed' | 'failed';
+
+/** One scored sample in the dataset: its digest and what the collector knows about it. */
+export interface StoredSample {
+  digest: Digest;
+  bodyState: BodyState;
+  /** The body (candidate included) once fetched and verified. */
+  body: SampleBody | null;
+  audit: AuditState;
+  /** Reward the collector's own re-score gave, when audited. */
+  auditReward: number | null;
+  /** Excluded from exports until re-verified (its origin failed an audit). */
+  quarantined: boolean;
+  /** Latest `vtnode rescore` result, if any. */
+  rescore: { workspaceId: string; reward: number; reasons: string[] } | null;
+}
+
+/** What the collector has learnt about one origin. */
+export interface OriginRecord {
+  origin: string;
+  /** Highest seq held contiguously from 1. */
+  highWater: number;
+  samples: number;
+  auditsPassed: number;
+  auditFailures: number;
+  /** Bodies the origin served that did not match its own digest. */
+  rejectedBodies: number;
+  /** Two different digests for one seq: the origin contradicted itself. */
+  conflicts: number;
+}
+
+/** Result of adding a digest. */
+export type AddResult = 'new' | 'known' | 'conflict';
+
+/** The dataset dir: a node:sqlite index plus content-addressed candidate texts. */
+export interface DatasetStore {
+  readonly dir: string;
+  /** Adds a digest (idempotent); `conflict` when the origin already sent another digest for that seq. */
+  addDigest(digest: Digest): AddResult;
+  /** Adds digests in one transaction (a catch-up page); results in order. */
+  addDigests(digests: readonly Digest[]): AddResult[];
+  /** Highest contiguous seq held from an origin (0 = none). */
+  highWater(origin: string): number;
+  /** Samples whose bodies are still wanted, ordered by origin then seq. */
+  pending(limit?: number): Digest[];
+  /** The stored digest of (origin, sample id). */
+  digest(origin: string, sampleId: string): Digest | undefined;
+  /** Stores a verified body for its digest (callers check it against the digest first). */
+  putBody(digest: Digest, body: SampleBody): void;
+  /** Stores verified bodies in one transaction. */
+  putBodies(items: readonly { digest: Digest; body: SampleBody }[]): void;
+  /** Marks a digest's body as rejected (the origin served a body that contradicts its digest). */
+  rejectBody(digest: Digest): void;
+  /** Samples of the dataset, ordered by origin then seq. */
+  samples(filter?: { origin?: string; bodyState?: BodyState }): StoredSample[];
+  /** One sample. */
+  sample(origin: string, seq: number): StoredSample | undefined;
+  /** Records a collector re-score. */
+  recordAudit(digest: Digest, passed: boolean, reward: number): void;
+  /** Quarantines (or releases) every sample of an origin that has not passed an audit. */
+  quarantineOrigin(origin: string): number;
+  /** Records a `vtnode rescore` result. */
+  recordRescore(digest: Digest, result: { workspaceId: string; reward: number; reasons: string[] }): void;
+  /** Counts a conflict against an origin. */
+  noteConflict(origin: string): void;
+  origins(): OriginRecord[];
+  /** One origin's record (without reading its samples), or undefined. */
+  origin(origin: string): Omit<OriginRecord, 'samples'> | undefined;
+  /** Digests with a verified body, claimed reward ≥ minReward and no audit yet (no body is read). */
+  unaudited(minReward: number): Digest[];
+  /** Adds or replaces tasks (by id). */
+  putTasks(tasks: readonly Task[]): number;
+  tasks(): Map<string, Task>;
+  /** A dataset setting (min reward, ...). */
+  getMeta(key: string): string | undefined;
+  setMeta(key: string, value: string): void;
+  /** Bodies held, for /vtnode/sample/1 (a collector serves what it holds). */
+  getMany(sampleIds: readonly string[]): SampleReply[];
+  /**
+   * Deterministic digest of the dataset's contents (every digest, which bodies are held, audits
+   * and quarantine): two collectors that hold the same samples report the same value.
+   */
+  contentDigest(): string;
+  counts(): { digests: number; bodies: number; pending: number; rejected: number; origins: number };
+  close(): void;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT;
+CREATE TABLE IF NOT EXISTS samples (
+  origin TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  sample_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  model TEXT NOT NULL,
+  split TEXT NOT NULL,
+  reward REAL NOT NULL,
+  content_hash TEXT NOT NULL,
+  eval_fingerprint TEXT NOT NULL,
+  body_state TEXT NOT NULL DEFAULT 'pending',
+  body_meta TEXT,
+  norm_hash TEXT,
+  audit TEXT NOT NULL DEFAULT 'none',
+  audit_reward REAL,
+  quarantined INTEGER NOT NULL DEFAULT 0,
+  rescore TEXT,
+  PRIMARY KEY (origin, seq)
+) STRICT;
+CREATE INDEX IF NOT EXISTS samples_by_id ON samples (sample_id);
+CREATE INDEX IF NOT EXISTS samples_by_state ON samples (body_state);
+CREATE TABLE IF NOT EXISTS origins (
+  origin TEXT PRIMARY KEY,
+  high_water INTEGER NOT NULL DEFAULT 0,
+  audits_passed INTEGER NOT NULL DEFAULT 0,
+  audit_failures INTEGER NOT NULL DEFAULT 0,
+  rejected_bodies INTEGER NOT NULL DEFAULT 0,
+  conflicts INTEGER NOT NULL DEFAULT 0
+) STRICT;
+`;
+
+interface Row {
+  origin: string;
+  seq: number;
+  sample_id: string;
+  task_id: string;
+  model: string;
+  split: string;
+  reward: number;
+  content_hash: string;
+  eval_fingerprint: string;
+  body_state: string;
+  body_meta: string | null;
+  norm_hash: string | null;
+  audit: string;
+  audit_reward: number | null;
+  quarantined: number;
+  rescore: string | null;
+}
+
+const hexOf = (hash: string) => hash.slice('sha256:'.length);
+
+/** Opens (creating if needed) a dataset dir. */
+export function openDatasetStore(dir: string): DatasetStore {
+  mkdirSync(join(dir, BODIES_DIR), { recursive: true });
+  const db = openDatabase(join(dir, DATASET_DB));
+  db.exec(SCHEMA);
+
+  const q = {
+    get: db.prepare('SELECT * FROM samples WHERE origin = ? AND seq = ?'),
+    byOriginId: db.prepare('SELECT * FROM samples WHERE origin = ? AND sample_id = ?'),
+    byId: db.prepare(
+      "SELECT * FROM samples WHERE sample_id = ? AND body_state = 'ok' ORDER BY origin LIMIT 1",
+    ),
+    insert: db.prepare(
+      `INSERT INTO samples (origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    ensureOrigin: db.prepare('INSERT OR IGNORE INTO origins (origin) VALUES (?)'),
+    highWater: db.prepare('SELECT high_water FROM origins WHERE origin = ?'),
+    has: db.prepare('SELECT 1 AS x FROM samples WHERE origin = ? AND seq = ?'),
+    setHighWater: db.prepare('UPDATE origins SET high_water = ? WHERE origin = ?'),
+    pending: db.prepare("SELECT * FROM samples WHERE body_state = 'pending' ORDER BY origin, seq LIMIT ?"),
+    putBody: db.prepare(
+      "UPDATE samples SET body_state = 'ok', body_meta = ?, norm_hash = ? WHERE origin = ? AND seq = ?",
+    ),
+    reject: db.prepare("UPDATE samples SET body_state = 'rejected' WHERE origin = ? AND seq = ?"),
+    countReject: db.prepare('UPDATE origins SET rejected_bodies = rejected_bodies + 1 WHERE origin = ?'),
+    audit: db.prepare(
+      'UPDATE samples SET audit = ?, audit_reward = ?, quarantined = CASE WHEN ? THEN 0 ELSE 1 END WHERE origin = ? AND seq = ?',
+    ),
+    auditPassed: db.prepare('UPDATE origins SET audits_passed = audits_passed + 1 WHERE origin = ?'),
+    auditFailed: db.prepare('UPDATE origins SET audit_failures = audit_failures + 1 WHERE origin = ?'),
+    quarantine: db.prepare(
+      "UPDATE samples SET quarantined = 1 WHERE origin = ? AND audit != 'passed' AND quarantined = 0",
+    ),
+    rescore: db.prepare('UPDATE samples SET rescore = ? WHERE origin = ? AND seq = ?'),
+    conflict: db.prepare('UPDATE origins SET conflicts = conflicts + 1 WHERE origin = ?'),
+    origins: db.prepare(
+      'SELECT o.*, (SELECT COUNT(*) FROM samples s WHERE s.origin = o.origin) AS samples FROM origins o ORDER BY o.origin',
+    ),
+    origin: db.prepare('SELECT * FROM origins WHERE origin = ?'),
+    unaudited: db.prepare(
+      "SELECT * FROM samples WHERE body_state = 'ok' AND audit = 'none' AND reward >= ? ORDER BY origin, seq",
+    ),
+    putTask: db.prepare('INSERT OR REPLACE INTO tasks (id, json) VALUES (?, ?)'),
+    tasks: db.prepare('SELECT json FROM tasks ORDER BY id'),
+    getMeta: db.prepare('SELECT value FROM meta WHERE key = ?'),
+    setMeta: db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
+    all: db.prepare('SELECT * FROM samples ORDER BY origin, seq'),
+    allOfOrigin: db.prepare('SELECT * FROM samples WHERE origin = ? ORDER BY seq'),
+    allOfState: db.prepare('SELECT * FROM samples WHERE body_state = ? ORDER BY origin, seq'),
+    counts: db.prepare(
+      `SELECT COUNT(*) AS digests, COALESCE(SUM(body_state = 'ok'), 0) AS bodies,
+              COALESCE(SUM(body_state = 'pending'), 0) AS pending, COALESCE(SUM(body_state = 'rejected'), 0) AS rejected,
+              (SELECT COUNT(*) FROM origins) AS origins FROM samples`,
+    ),
+  };
+
+  const toDigest = (r: Row): Digest => ({
+    v: 1,
+    sampleId: r.sample_id,
+    taskId: r.task_id,
+    model: r.model,
+    split: r.split as Digest['split'],
+    reward: r.reward,
+    contentHash: r.content_hash,
+    evalFingerprint: r.eval_fingerprint,
+    origin: r.origin,
+    seq: r.seq,
+  });
+
+  const readCandidate = (hash: string): string => readFileSync(join(dir, BODIES_DIR, hexOf(hash)), 'utf8');
+
+  const toSample = (r: Row): StoredSample => {
+    let body: SampleBody | null = null;
+    if (r.body_state === 'ok' && r.body_meta) {
+      const meta = JSON.parse(r.body_meta) as Omit<SampleBody, 'candidate'>;
+      body = parseJsonWith(
+        SampleBody,
+        JSON.stringify({ ...meta, candidate: readCandidate(r.content_hash) }),
+        `${dir}: sample ${r.origin}#${r.seq}`,
+      );
+    }
+    return {
+      digest: toDigest(r),
+      bodyState: r.body_state as BodyState,
+      body,
+      audit: r.audit as AuditState,
+      auditReward: r.audit_reward,
+      quarantined: r.quarantined === 1,
+      rescore: r.rescore ? (JSON.parse(r.rescore) as StoredSample['rescore']) : null,
+    };
+  };
+
+  const advance = (origin: string) => {
+    let hw = (q.highWater.get(origin) as { high_water: number } | undefined)?.high_water ?? 0;
+    const start = hw;
+    while (q.has.get(origin, hw + 1)) hw++;
+    if (hw !== start) q.setHighWater.run(hw, origin);
+  };
+
+  const sameDigest = (r: Row, d: Digest) =>
+    r.sample_id === d.sampleId &&
+    r.task_id === d.taskId &&
+    r.model === d.model &&
+    r.split === d.split &&
+    r.reward === d.reward &&
+    r.content_hash === d.contentHash &&
+    r.eval_fingerprint === d.evalFingerprint;
+
+  const add = (d: Digest): AddResult => {
+    q.ensureOrigin.run(d.origin);
+    const existing = q.get.get(d.origin, d.seq) as Row | undefined;
+    if (existing) {
+      if (sameDigest(existing, d)) return 'known';
+      q.conflict.run(d.origin);
+      return 'conflict';
+    }
+    const sameId = q.byOriginId.get(d.origin, d.sampleId) as Row | undefined;
+    if (sameId) {
+      // One sample under two seqs: the origin's log is unique per sample id, so it contradicted itself.
+      q.conflict.run(d.origin);
+      return 'conflict';
+    }
+    q.insert.run(
+      d.origin,
+      d.seq,
+      d.sampleId,
+      d.taskId,
+      d.model,
+      d.split,
+      d.reward,
+      d.contentHash,
+      d.evalFingerprint,
+    );
+    advance(d.origin);
+    return 'new';
+  };
+
+  const writeBody = (d: Digest, body: SampleBody) => {
+    const path = join(dir, BODIES_DIR, hexOf(body.contentHash));
+    if (!existsSync(path)) {
+      const tmp = `${path}.${process.pid}.tmp`;
+      writeFileSync(tmp, body.candidate);
+      renameSync(tmp, path);
+    }
+    const { candidate, ...meta } = body;
+    q.putBody.run(canonicalJson(meta), normalisedHash(candidate), d.origin, d.seq);
+  };
+
+  return {
+    dir,
+    addDigest(d) {
+      return transaction(db, () => add(d));
+    },
+    addDigests(list) {
+      if (list.length === 0) return [];
+      return transaction(db, () => list.map(add));
+    },
+    highWater(origin) {
+      return (q.highWater.get(origin) as { high_water: number } | undefined)?.high_water ?? 0;
+    },
+    pending(limit = 1_000_000) {
+      return (q.pending.all(limit) as unknown as Row[]).map(toDigest);
+    },
+    digest(origin, sampleId) {
+      const r = q.byOriginId.get(origin, sampleId) as Row | undefined;
+      return r ? toDigest(r) : undefined;
+    },
+    putBody(d, body) {
+      writeBody(d, body);
+    },
+    putBodies(items) {
+      if (items.length === 0) return;
+      transaction(db, () => {
+        for (const { digest, body } of items) writeBody(digest, body);
+      });
+    },
+    rejectBody(d) {
+      transaction(db, () => {
+        q.reject.run(d.origin, d.seq);
+        q.countReject.run(d.origin);
+      });
+    },
+    samples(filter = {}) {
+      const rows = filter.origin
+        ? (q.allOfOrigin.all(filter.origin) as unknown as Row[])
+        : filter.bodyState
+          ? (q.allOfState.all(filter.bodyState) as unknown as Row[])
+          : (q.all.all() as unknown as Row[]);
+      return rows.filter((r) => !filter.bodyState || r.body_state === filter.bodyState).map(toSample);
+    },
+    sample(origin, seq) {
+      const r = q.get.get(origin, seq) as Row | undefined;
+      return r ? toSample(r) : undefined;
+    },
+    recordAudit(d, passed, reward) {
+      transaction(db, () => {
+        q.audit.run(passed ? 'passed' : 'failed', reward, passed ? 1 : 0, d.origin, d.seq);
+        (passed ? q.auditPassed : q.auditFailed).run(d.origin);
+      });
+    },
+    quarantineOrigin(origin) {
+      return Number(q.quarantine.run(origin).changes);
+    },
+    recordRescore(d, result) {
+      q.rescore.run(canonicalJson(result), d.origin, d.seq);
+    },
+    noteConflict(origin) {
+      q.ensureOrigin.run(origin);
+      q.conflict.run(origin);
+    },
+    origins() {
+      return (q.origins.all() as unknown as Record<string, number | string>[]).map((r) => ({
+        origin: String(r.origin),
+        highWater: Number(r.high_water),
+        samples: Number(r.samples),
+        auditsPassed: Number(r.audits_passed),
+        auditFailures: Number(r.audit_failures),
+        rejectedBodies: Number(r.rejected_bodies),
+        conflicts: Number(r.conflicts),
+      }));
+    },
+    origin(origin) {
+      const r = q.origin.get(origin) as Record<string, number | string> | undefined;
+      if (!r) return undefined;
+      return {
+        origin: String(r.origin),
+        highWater: Number(r.high_water),
+        auditsPassed: Number(r.audits_passed),
+        auditFailures: Number(r.audit_failures),
+        rejectedBodies: Number(r.rejected_bodies),
+        conflicts: Number(r.conflicts),
+      };
+    },
+    unaudited(minReward) {
+      return (q.unaudited.all(minReward) as unknown as Row[]).map(toDigest);
+    },
+    putTasks(tasks) {
+      return transaction(db, () => {
+        for (const t of tasks) q.putTask.run(t.id, canonicalJson(t));
+        return tasks.length;
+      });
+    },
+    tasks() {
+      const out = new Map<string, Task>();
+      for (const r of q.tasks.all() as { json: string }[]) {
+        const t = parseJsonWith(Task, r.json, `${dir}: task`);
+        out.set(t.id, t);
+      }
+      return out;
+    },
+    getMeta(key) {
+      return (q.getMeta.get(key) as { value: string } | undefined)?.value;
+    },
+    setMeta(key, value) {
+      q.setMeta.run(key, value);
+    },
+    getMany(sampleIds) {
+      const out: SampleReply[] = [];
+      for (const id of sampleIds) {
+        const r = q.byId.get(id) as Row | undefined;
+        if (!r) continue;
+        const s = toSample(r);
+        if (s.body && contentHash(s.body.candidate) === s.digest.contentHash)
+          out.push({ origin: r.origin, seq: r.seq, body: s.body });
+      }
+      return out;
+    },
+    contentDigest() {
+      const h = (q.all.all() as unknown as Row[]).map((r) =>
+        [
+          r.origin,
+          r.seq,
+          r.sample_id,
+          r.content_hash,
+          r.reward,
+          r.body_state,
+          r.body_state === 'ok' ? sha256Hex(r.body_meta ?? '') : '-',
+          r.audit,
+          r.quarantined,
+        ].join(' '),
+      );
+      return `sha256:${sha256Hex(h.join('\n'))}`;
+    },
+    counts() {
+      const r = q.counts.get() as Record<string, number>;
+      return {
+        digests: Number(r.digests),
+        bodies: Number(r.bodies),
+        pending: Number(r.pending),
+        rejected: Number(r.rejected),
+        origins: Number(r.origins),
+      };
+    },
+    close() {
+      if (db.isOpen) db.close();
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import type { Message, PeerId } from '@libp2p/interface';
+import { TopicValidatorResult } from '@libp2p/interface';
+import { Digest, MAX_DIGEST_BYTES } from '../../protocol/digest.ts';
+import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
+import type { LoggedSample } from '../worker/sample-log.ts';
+
+const encoder = new TextEncoder();
+
+/** The digest of a logged sample (what its origin gossips). */
+export function digestOf(sample: LoggedSample): Digest {
+  const b = sample.body;
+  return {
+    v: 1,
+    sampleId: b.sampleId,
+    taskId: b.taskId,
+    model: b.model,
+    split: b.split,
+    reward: b.score.reward,
+    contentHash: b.contentHash,
+    evalFingerprint: b.score.evalFingerprint,
+    origin: sample.origin,
+    seq: sample.seq,
+  };
+}
+
+/** Encodes a digest for gossip; refuses a malformed one or one over MAX_DIGEST_BYTES. */
+export function encodeDigest(digest: Digest): Uint8Array {
+  const bytes = encoder.encode(JSON.stringify(parseWith(Digest, digest, 'digest')));
+  if (bytes.length > MAX_DIGEST_BYTES)
+    throw new Error(`digest of ${bytes.length} bytes exceeds the cap of ${MAX_DIGEST_BYTES} bytes`);
+  return bytes;
+}
+
+/**
+ * Checks a gossiped digest: size cap, JSON, schema, and that its origin is the peer that signed
+ * the gossip message (a node speaks only for its own samples). Throws a ParseError naming the
+ * signer and the field.
+ */
+export function decodeDigest(data: Uint8Array, signer: string): Digest {
+  const input = `digest from ${signer}`;
+  if (data.length > MAX_DIGEST_BYTES)
+    throw new ParseError(input, [
+      { path: '', message: `${data.length} bytes exceeds the cap of ${MAX_DIGEST_BYTES}` },
+    ]);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(data);
+  } catch {
+    throw new ParseError(input, [{ path: '', message: 'not UTF-8 text' }]);
+  }
+  const digest = parseJsonWith(Digest, text, input);
+  if (digest.origin !== signer)
+    throw new ParseError(input, [{ path: 'origin', message: `claims origin ${digest.origin}` }]);
+  return digest;
+}
+
+/**
+ * A gossipsub topic validator for digests: an unsigned, oversized, malformed or forged-origin
+ * digest is rejected (not delivered, not forwarded, and its sender's gossip score drops).
+ */
+export function digestValidator(onReject: (err: Error, from: string) => void) {
+  return (_from: PeerId, msg: Message): TopicValidatorResult => {
+    if (msg.type !== 'signed') {
+      onReject(new Error('unsigned digest'), 'unknown');
+      return TopicValidatorResult.Reject;
+    }
+    try {
+      decodeDigest(msg.data, msg.from.toString());
+      return TopicValidatorResult.Accept;
+    } catch (err) {
+      onReject(err as Error, msg.from.toString());
+      return TopicValidatorResult.Reject;
+    }
+  };
+}

@@ -1,0 +1,130 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCollector, scorerAuditor } from '../../node/collector/collector.ts';
+import { openDatasetStore } from '../../node/collector/store.ts';
+import { selectedForAudit } from '../../node/collector/trust.ts';
+import { newPsk } from '../../node/data-dir.ts';
+import { createLogServer, createSampleServer } from '../../node/digests/servers.ts';
+import type { Host } from '../../node/fleet/host.ts';
+import { openSampleLog } from '../../node/worker/sample-log.ts';
+import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import type { Task } from '../../protocol/task.ts';
+import { createCheckedScorer, type Scorer } from '../../sandbox/scorer.ts';
+import { sampleBody } from '../helpers/samples.ts';
+import { makeTask, NODE_WS } from '../sandbox/fixtures.ts';
+import { connect, tempDir, testHost } from './helpers.ts';
+
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let scorer: Scorer;
+let task: Task;
+let reference: string;
+const hosts: Host[] = [];
+
+beforeAll(async () => {
+  tmp = await tempDir('vtnode-audit-test-');
+  scorer = await createCheckedScorer({ workspaceId: async (d) => (await workspaceIdentity(d)).id });
+  task = await makeTask({
+    id: 'node-basic/math',
+    workspace: NODE_WS,
+    target: 'src/math.js',
+    runner: 'node:test',
+    testFiles: ['test/math.test.js'],
+  });
+  reference = await readFile(join(NODE_WS, 'src/math.js'), 'utf8');
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(hosts.map((h) => h.stop()));
+  await tmp.cleanup();
+});
+
+describe('spot audits', () => {
+  it('selects a deterministic fraction of sample ids', () => {
+    const ids = Array.from({ length: 4000 }, (_, i) => `sha256:${i.toString(16).padStart(64, '0')}`);
+    const chosen = ids.filter((id) => selectedForAudit(id, 0.05));
+    expect(chosen.length).toBeGreaterThan(140);
+    expect(chosen.length).toBeLessThan(260);
+    expect(ids.filter((id) => selectedForAudit(id, 0.05))).toEqual(chosen);
+    expect(ids.some((id) => selectedForAudit(id, 0))).toBe(false);
+    expect(ids.every((id) => selectedForAudit(id, 1))).toBe(true);
+  });
+
+  it('catches a worker that inflates rewards: trust drops, its unverified samples are quarantined', async () => {
+    const psk = newPsk();
+    const w = await testHost(psk);
+    const c = await testHost(psk);
+    hosts.push(w, c);
+    const log = openSampleLog({ path: ':memory:', origin: w.peerId.toString() });
+    const broken = reference.replace('return a + b;', 'return a - b;');
+    expect(broken).not.toBe(reference);
+    // What an inflating worker logs: every reward 1, whatever its sandbox said.
+    const mk = (index: number, candidate: string) =>
+      log.append({
+        ...sampleBody(task.id, 'qwen', index, { candidate }),
+        promptFingerprint: task.promptFingerprint,
+      });
+    mk(0, reference);
+    mk(1, broken);
+    mk(2, `${reference}\n`);
+    await createSampleServer({ host: w, source: log });
+    await createLogServer({ host: w, source: log });
+    await connect(c, w);
+
+    const store = openDatasetStore(join(tmp.dir, 'ds'));
+    store.putTasks([task]);
+    const collector = createCollector({
+      host: c,
+      peers: () => [w.peerId.toString()],
+      store,
+      auditFraction: 1,
+      auditor: scorerAuditor(scorer, new Map([[task.workspace.id, NODE_WS]])),
+    });
+    await collector.catchUp();
+    await collector.idle();
+
+    const samples = store.samples();
+    expect(samples.map((s) => [s.body?.index, s.audit, s.quarantined])).toEqual([
+      [0, 'passed', false],
+      [1, 'failed', true],
+      [2, 'passed', false],
+    ]);
+    // add() is wrong: the add test fails, the others pass (reward = pass rate < 1).
+    expect(samples[1]!.auditReward).toBeLessThan(1);
+    const [trust] = collector.trust();
+    expect(trust).toMatchObject({ auditsPassed: 2, auditFailures: 1, suspect: true });
+    expect(trust!.trust).toBeLessThan(0.5);
+    expect(collector.stats()).toMatchObject({ audits: 3, auditFailures: 1 });
+    await collector.stop();
+    store.close();
+  }, 120_000);
+
+  it('does not audit without the workspace, and audits nothing of an honest worker at fraction 0', async () => {
+    const psk = newPsk();
+    const w = await testHost(psk);
+    const c = await testHost(psk);
+    hosts.push(w, c);
+    const log = openSampleLog({ path: ':memory:', origin: w.peerId.toString() });
+    log.append({
+      ...sampleBody(task.id, 'qwen', 0, { candidate: reference }),
+      promptFingerprint: task.promptFingerprint,
+    });
+    await createSampleServer({ host: w, source: log });
+    await createLogServer({ host: w, source: log });
+    await connect(c, w);
+    const store = openDatasetStore(join(tmp.dir, 'ds2'));
+    store.putTasks([task]);
+    const collector = createCollector({
+      host: c,
+      peers: () => [w.peerId.toString()],
+      store,
+      auditFraction: 1,
+      auditor: scorerAuditor(scorer, new Map()),
+    });
+    await collector.catchUp();
+    await collector.idle();
+    expect(store.samples()[0]).toMatchObject({ bodyState: 'ok', audit: 'none', quarantined: false });
+    await collector.stop();
+    store.close();
+  }, 60_000);
+});

@@ -1,0 +1,197 @@
+// Collectors through a real campaign: 3 worker processes (emulated model servers, real sandbox),
+// `vtnode run`, and 2 `vtnode collect` processes, one killed mid-campaign and restarted; one worker
+// lies about its rewards (VTNODE_TEST_INFLATE_REWARDS=1) and the audits catch it.
+//
+// It needs the campaign runner and the worker's digest wiring (docs/collect.md, "Wiring"): until
+// the daemon publishes digests and serves /vtnode/sample/1 and /vtnode/log/1, it is skipped.
+import { existsSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { CollectorStatus } from '../../node/collector/node.ts';
+import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
+import { INTERVAL, initFleet, waitForPeers } from '../helpers/fleet.ts';
+
+const daemonSource = join(REPO, 'node/daemon.ts');
+const wired =
+  existsSync(join(REPO, 'test/helpers/campaign.ts')) &&
+  readFileSync(daemonSource, 'utf8').includes('createDigestGossip') &&
+  readFileSync(daemonSource, 'utf8').includes('createLogServer');
+
+const box = new Sandbox();
+const closers: (() => Promise<void>)[] = [];
+
+afterAll(async () => {
+  await box.cleanup();
+  await Promise.all(closers.map((c) => c()));
+});
+
+async function collectorStatus(dataDir: string): Promise<CollectorStatus | null> {
+  try {
+    return JSON.parse(await readFile(join(dataDir, 'collector.json'), 'utf8')) as CollectorStatus;
+  } catch {
+    return null;
+  }
+}
+
+describe.skipIf(!wired)('collectors through a campaign (separate processes)', () => {
+  it('3 workers + 2 collectors: both datasets complete and identical, a restarted collector catches up, an inflating worker is quarantined', async () => {
+    // Loaded only when the campaign helpers exist (they come with `vtnode run`).
+    const campaign = await import(`../helpers/${'campaign.ts'}`);
+    const { createEmulator } = await import('../../node/model-server/emulator.ts');
+    const { peerIdOf } = await import('../helpers/fleet.ts');
+    const dir = await box.tempDir('vt-campaign-collect-');
+    const { tasks } = await campaign.mineLedger(dir);
+    const picked = tasks.filter((t: { kind: string }) => t.kind === 'file').slice(0, 6);
+    const file = await campaign.writeTasks(join(dir, 'tasks.jsonl'), picked);
+    const k = 4;
+
+    const servers: { url: string; close(): Promise<void> }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s = await createEmulator({
+        emulate: 'llama-server',
+        models: [campaign.MODEL],
+        tasks: picked,
+        timeScale: 0.01,
+        concurrency: 4,
+        cachePrompts: 4,
+        script: 'mixed',
+      });
+      servers.push(s);
+      closers.push(() => s.close());
+    }
+    const nodeArgs = (i: number) => [
+      '--model-server',
+      servers[i]!.url,
+      '--workspace',
+      campaign.LEDGER,
+      '--max-jobs',
+      '2',
+    ];
+    const { dataDir: d0, token } = await initFleet(box, 'collect-camp', nodeArgs(0));
+    box.spawn(['start', '--data-dir', d0]);
+    const workerDirs = [d0];
+    for (let i = 1; i < 3; i++) {
+      const d = await box.tempDir('vt-worker-');
+      // Worker 2 lies: every reward it reports is 1.
+      box.spawn(
+        [
+          'join',
+          token,
+          '--data-dir',
+          d,
+          '--listen',
+          '/ip4/127.0.0.1/tcp/0',
+          '--advert-interval',
+          INTERVAL,
+          ...nodeArgs(i),
+        ],
+        i === 2 ? { VTNODE_TEST_INFLATE_REWARDS: '1' } : {},
+      );
+      workerDirs.push(d);
+    }
+    const peers: string[] = [];
+    for (const d of workerDirs) peers.push(await peerIdOf(d));
+    await campaign.waitReady(d0, 3);
+
+    const collectorArgs = (d: string, out: string) => [
+      'collect',
+      '--data-dir',
+      d,
+      '--token',
+      token,
+      '--listen',
+      '/ip4/127.0.0.1/tcp/0',
+      '--advert-interval',
+      INTERVAL,
+      '--out',
+      out,
+      '--tasks',
+      file,
+      '--workspace',
+      campaign.LEDGER,
+      '--audit-fraction',
+      '1',
+      '--catch-up-interval',
+      '2s',
+    ];
+    const c1Dir = await box.tempDir('vt-c1-');
+    const c2Dir = await box.tempDir('vt-c2-');
+    const ds1 = join(c1Dir, 'dataset');
+    const ds2 = join(c2Dir, 'dataset');
+    box.spawn(collectorArgs(c1Dir, ds1));
+    let c2 = box.spawn(collectorArgs(c2Dir, ds2));
+    await c2.waitFor(/is collecting/, 60_000);
+    await waitForPeers(d0, [...peers, await peerIdOf(c1Dir), await peerIdOf(c2Dir)], 30_000);
+
+    const run = campaign.runCampaign(d0, file, ['-k', String(k), '--campaign', 'collected']);
+    // Kill collector 2 once the first samples are in, restart it later.
+    await eventually(
+      async () => ((await collectorStatus(c2Dir))?.stats.digests ?? 0) > 0,
+      120_000,
+      'first digests at c2',
+    );
+    c2.child.kill('SIGKILL');
+    await c2.exited;
+    const res = await run;
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.json.samples.scored).toBe(picked.length * k);
+    c2 = box.spawn(collectorArgs(c2Dir, ds2));
+
+    const total = picked.length * k;
+    const settled = (s: CollectorStatus | null) =>
+      s && s.stats.digests === total && s.stats.pending === 0 && s.trust.length === 3 ? s : null;
+    const s1 = await eventually(
+      async () => settled(await collectorStatus(c1Dir)),
+      180_000,
+      'collector 1 complete',
+    );
+    const s2 = await eventually(
+      async () => settled(await collectorStatus(c2Dir)),
+      180_000,
+      'collector 2 complete',
+    );
+    // Audits run in the background: wait until both collectors judged the same samples.
+    await eventually(
+      async () => {
+        const [a, b] = [await collectorStatus(c1Dir), await collectorStatus(c2Dir)];
+        return a && b && a.contentDigest === b.contentDigest ? a : null;
+      },
+      180_000,
+      'identical datasets',
+    );
+    expect(s1.stats.bodies).toBe(total);
+    expect(s2.stats.bodies).toBe(total);
+
+    const liar = peers[2]!;
+    const trust = (await collectorStatus(c1Dir))!.trust;
+    const liarTrust = trust.find((t) => t.origin === liar);
+    // The mixed script writes failing candidates; the liar reported them as 1 and the audit said otherwise.
+    expect(liarTrust?.auditFailures ?? 0).toBeGreaterThan(0);
+    expect(liarTrust!.trust).toBeLessThan(1);
+    for (const t of trust.filter((x) => x.origin !== liar)) expect(t.auditFailures).toBe(0);
+
+    const out1 = join(c1Dir, 'mlx');
+    const out2 = join(c2Dir, 'mlx');
+    for (const [ds, out] of [
+      [ds1, out1],
+      [ds2, out2],
+    ] as const) {
+      const r = await vtnode(['export', '--from', ds, '--format', 'mlx', '--out', out]);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    for (const f of ['train.jsonl', 'valid.jsonl', 'manifest.json'])
+      expect(await readFile(join(out2, f), 'utf8')).toBe(await readFile(join(out1, f), 'utf8'));
+    const manifest = JSON.parse(await readFile(join(out1, 'manifest.json'), 'utf8'));
+    expect(manifest.counts.excluded['audit-failed'] + manifest.counts.excluded.quarantined).toBeGreaterThan(
+      0,
+    );
+    const report = JSON.parse((await vtnode(['report', '--from', ds1, '--json'])).stdout);
+    expect(report.models[0]).toMatchObject({
+      model: campaign.MODEL,
+      tasks: picked.length,
+      samples: total,
+      k,
+    });
+  }, 600_000);
+});

@@ -1,0 +1,70 @@
+// Child process for the multi-process collect test: a worker's collection side only (no models):
+// joins a fleet with a token, serves /vtnode/sample/1 and /vtnode/log/1 from its sample log, and
+// appends a sample every `intervalMs` (publishing its digest), printing `seq <n>` after each, until
+// `total` samples; then prints `done` and keeps serving until killed.
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import { multiaddr } from '@multiformats/multiaddr';
+import { digestOf } from '../../node/digests/codec.ts';
+import { createDigestGossip } from '../../node/digests/gossip.ts';
+import { createLogServer, createSampleServer } from '../../node/digests/servers.ts';
+import { createFleet } from '../../node/fleet/fleet.ts';
+import { createHost } from '../../node/fleet/host.ts';
+import { openSampleLog } from '../../node/worker/sample-log.ts';
+import { decodeToken } from '../../protocol/token.ts';
+import { advertTopic, digestTopic } from '../../protocol/topics.ts';
+import { sampleBody } from '../helpers/samples.ts';
+
+const [token, logPath, name, total, intervalMs] = process.argv.slice(2);
+const fleet = decodeToken(token!, { now: Date.now() });
+const host = await createHost({
+  privateKey: await generateKeyPair('Ed25519'),
+  psk: fleet.psk,
+  listen: ['/ip4/127.0.0.1/tcp/0'],
+  mdns: false,
+  topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
+});
+await host.start();
+const log = openSampleLog({ path: logPath!, origin: host.peerId.toString() });
+await createSampleServer({ host, source: log });
+await createLogServer({ host, source: log });
+const gossip = createDigestGossip({ host, fleetId: fleet.fleet });
+// Advertise like a daemon does, so every member (a restarted collector too) learns this worker's address.
+createFleet({
+  host,
+  fleetId: fleet.fleet,
+  intervalMs: 1000,
+  seqBase: 1,
+  bootstrap: fleet.bootstrap,
+  describe: () => ({
+    version: '0.1.0',
+    host: null,
+    addrs: host.getMultiaddrs().map((a) => a.toString().replace(/\/p2p\/.*$/, '')),
+    models: [],
+    memory: { total: 1, free: 1, reserved: 0 },
+    load: { queued: 0, running: 0, capacity: 0 },
+    warm: [],
+    workspaces: [],
+    sandbox: { backend: 'none', ok: false, detail: 'test worker' },
+    roles: ['worker'],
+  }),
+});
+for (const addr of fleet.bootstrap) await host.dial(multiaddr(addr), { signal: AbortSignal.timeout(10_000) });
+process.stdout.write(`ready ${host.peerId.toString()}\n`);
+
+let i = log.counts().samples;
+const step = async () => {
+  if (i >= Number(total)) {
+    process.stdout.write('done\n');
+    return;
+  }
+  const body = sampleBody(`${name}-task-${i % 10}`, i % 2 ? 'qwen' : 'llama', i, {
+    reward: i % 4 === 0 ? 0 : 1,
+    candidate: `// ${name} ${i}\nexport const f = () => ${i};\n`,
+  });
+  const logged = log.append(body);
+  await gossip.publish(digestOf(logged));
+  process.stdout.write(`seq ${logged.seq}\n`);
+  i++;
+  setTimeout(() => void step(), Number(intervalMs));
+};
+void step();
