@@ -8,11 +8,13 @@ import { parseArgs } from 'node:util';
 import { createEmulator } from '../node/model-server/emulator.ts';
 import { createModelAdapter } from '../node/models/adapter.ts';
 import { sampleSeed } from '../protocol/job.ts';
-import { eventually, Sandbox, vtnode } from '../test/helpers/cli.ts';
 import { LEDGER, MODEL, mineLedger, writeTasks } from '../test/helpers/campaign.ts';
+import { eventually, Sandbox, vtnode } from '../test/helpers/cli.ts';
 import { initFleet, joinNode, peerIdOf, startNode, status, waitForPeers } from '../test/helpers/fleet.ts';
 
-const { values } = parseArgs({ options: { tasks: { type: 'string', default: '24' }, k: { type: 'string', short: 'k', default: '4' } } });
+const { values } = parseArgs({
+  options: { tasks: { type: 'string', default: '24' }, k: { type: 'string', short: 'k', default: '4' } },
+});
 const taskCount = Number(values.tasks);
 const k = Number(values.k);
 const JOBS = 2;
@@ -60,9 +62,19 @@ try {
 
   // Through the mesh: a submitter node without a model server and one worker, JOBS slots.
   server.reset();
-  const { dataDir: submitter, token } = await initFleet(box, 'bench', ['--model-server', 'http://127.0.0.1:9']);
+  const { dataDir: submitter, token } = await initFleet(box, 'bench', [
+    '--model-server',
+    'http://127.0.0.1:9',
+  ]);
   startNode(box, submitter);
-  const worker = await joinNode(box, token, ['--model-server', server.url, '--workspace', LEDGER, '--max-jobs', String(JOBS)]);
+  const worker = await joinNode(box, token, [
+    '--model-server',
+    server.url,
+    '--workspace',
+    LEDGER,
+    '--max-jobs',
+    String(JOBS),
+  ]);
   const peers = [await peerIdOf(submitter), await peerIdOf(worker.dataDir)];
   await waitForPeers(submitter, peers);
   await eventually(
@@ -72,7 +84,22 @@ try {
   );
   t0 = performance.now();
   const res = await vtnode(
-    ['run', '--data-dir', submitter, '--tasks', file, '--model', MODEL, '-k', String(k), '--split', 'all', '--max-tokens', '256', '--json'],
+    [
+      'run',
+      '--data-dir',
+      submitter,
+      '--tasks',
+      file,
+      '--model',
+      MODEL,
+      '-k',
+      String(k),
+      '--split',
+      'all',
+      '--max-tokens',
+      '256',
+      '--json',
+    ],
     { timeoutMs: 600_000 },
   );
   const meshMs = performance.now() - t0;
@@ -80,8 +107,12 @@ try {
   const json = JSON.parse(res.stdout);
   const meshStats = server.stats();
 
-  console.log(`${tasks.length} tasks × k=${k}, ${JOBS} jobs at once, emulated llama-server (4 slots, time scale 0.05)`);
-  console.log(`direct (adapter, same schedule): ${directMs.toFixed(0)} ms, ${directStats.completed} requests, cache hits ${directStats.cacheHits}`);
+  console.log(
+    `${tasks.length} tasks × k=${k}, ${JOBS} jobs at once, emulated llama-server (4 slots, time scale 0.05)`,
+  );
+  console.log(
+    `direct (adapter, same schedule): ${directMs.toFixed(0)} ms, ${directStats.completed} requests, cache hits ${directStats.cacheHits}`,
+  );
   console.log(
     `through the mesh (vtnode run, incl. process start of the CLI): ${meshMs.toFixed(0)} ms, ${meshStats.completed} requests, ` +
       `cache hits ${meshStats.cacheHits}, ${json.samples.scored} samples scored`,

@@ -4,6 +4,9 @@ import { VTNODE_VERSION } from '../protocol/version.ts';
 import { connectControl, NoDaemonError } from './control/client.ts';
 import { startControlServer } from './control/server.ts';
 import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
+import { digestOf } from './digests/codec.ts';
+import { createDigestGossip } from './digests/gossip.ts';
+import { createLogServer, createSampleServer } from './digests/servers.ts';
 import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
 import { createHost, type Host } from './fleet/host.ts';
@@ -32,8 +35,13 @@ export interface DaemonOptions {
 
 export interface Daemon {
   readonly peerId: string;
-  /** The libp2p host (collect wires its digest gossip and fetch protocols onto it). [collect: minimal local change] */
+  /** The libp2p host (a collector wires its fetch protocols and catch-up onto it). */
   readonly host: Host;
+  /**
+   * Adds a role to this node: it appears in the advert's roles, `section()` under its name in
+   * `vtnode status --json`, and `stop()` runs before the node stops.
+   */
+  addRole(role: 'collector', section: () => unknown, stop: () => Promise<void>): void;
   /** Dialable addresses with /p2p/<peer id>. */
   addrs(): string[];
   status(): FleetStatus;
@@ -89,6 +97,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       .map((ma) => withoutPeerId(ma.toString()))
       .filter((a) => !a.includes('/ip4/0.0.0.0/'));
 
+  // Roles added after start (a collector), with the status section each adds to `vtnode status`.
+  const extraRoles = new Map<'collector', () => unknown>();
+  const roleStops: (() => Promise<void>)[] = [];
   // Set once the worker role is up (after the fleet, so the node appears at once).
   let worker: WorkerRole | null = null;
   const describe = (): AdvertBody => {
@@ -103,7 +114,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       warm: options.models?.warm.entries() ?? [],
       workspaces: [...workspaces.keys()],
       sandbox: worker?.sandbox() ?? { backend: 'none', ok: false, detail: 'serves no model' },
-      roles: worker ? ['worker', 'submitter'] : ['submitter'],
+      roles: [...(worker ? (['worker'] as const) : []), 'submitter', ...extraRoles.keys()],
     };
   };
 
@@ -133,8 +144,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     knownPeers: state.peers,
     onChange: savePeers,
   });
+  // Every node relays digests (gossipsub needs the topic subscribed); workers publish theirs.
+  const digests = createDigestGossip({ host, fleetId: fleet.fleet });
   worker = options.models
     ? await startWorkerRole({
+        onSample: (s) => void digests.publish(digestOf(s)),
         host,
         peerId,
         dataDir,
@@ -146,6 +160,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         ...(process.env['VTNODE_TEST_INFLATE_REWARDS'] === '1' ? { inflateRewards: true } : {}),
       })
     : null;
+  // Workers serve their sample bodies and digest logs to collectors.
+  const fetchServers = worker
+    ? [
+        await createSampleServer({ host, source: worker.sampleLog }),
+        await createLogServer({ host, source: worker.sampleLog }),
+      ]
+    : [];
   const campaignStore = openCampaignStore({ path: dataDir.path(CAMPAIGN_DB) });
   const campaigns = createCampaignService({
     store: campaignStore,
@@ -184,6 +205,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       if (saving) clearTimeout(saving);
       await campaigns.stop();
       campaignStore.close();
+      for (const f of fetchServers) await f.stop();
+      await Promise.all(roleStops.map((f) => f()));
+      digests.stop();
       await worker?.stop();
       await fleetMembership.stop();
       // Let the leaving advert reach the mesh before the connections close.
@@ -227,6 +251,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   return {
     peerId,
     host,
+    addRole(role, section, stopRole) {
+      extraRoles.set(role, section);
+      roleStops.push(stopRole);
+      fleetMembership.touch();
+    },
     addrs: () => addrs().map((a) => `${a}/p2p/${peerId}`),
     status,
     stop,

@@ -26,6 +26,12 @@ export interface FleetStatus {
   fleet: string;
   self: string;
   nodes: NodeStatus[];
+  /** Present on a collector node: its dataset, counts and trust per origin (node/collector/node.ts). */
+  collector?: {
+    dataset: string;
+    contentDigest: string;
+    trust: { origin: string; trust: number; suspect: boolean; samples: number }[];
+  };
 }
 
 export function shortPeerId(peerId: string): string {

@@ -131,8 +131,14 @@ export const command: Command = {
       catchUpIntervalMs,
       statusFile: dataDir.path('collector.json'),
     });
-    // The collector stops before the host it fetches over; `vtnode leave` stops the daemon directly.
-    const onSignal = () => void node.stop().then(() => daemon.stop());
+    // The node advertises the collector role and shows its trust table in `vtnode status`; the
+    // collector stops before the host it fetches over (on Ctrl-C and on `vtnode leave` alike).
+    daemon.addRole(
+      'collector',
+      () => node.status(),
+      () => node.stop(),
+    );
+    const onSignal = () => void daemon.stop();
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     process.stderr.write(

@@ -46,7 +46,15 @@ export function renderStatus(status: FleetStatus): string {
       .join('  ')
       .trimEnd(),
   );
-  return `fleet "${status.fleet}": ${status.nodes.length} node${status.nodes.length === 1 ? '' : 's'} (* = this node)\n${lines.join('\n')}\n`;
+  let out = `fleet "${status.fleet}": ${status.nodes.length} node${status.nodes.length === 1 ? '' : 's'} (* = this node)\n${lines.join('\n')}\n`;
+  if (status.collector) {
+    const c = status.collector;
+    out += `\ncollector: dataset ${c.dataset} (content ${c.contentDigest.slice(0, 19)}…)\n`;
+    for (const t of c.trust) {
+      out += `  trust ${t.origin.slice(-8)}  ${t.trust.toFixed(3)}${t.suspect ? '  SUSPECT: its unaudited samples are quarantined' : ''}  (${t.samples} samples)\n`;
+    }
+  }
+  return out;
 }
 
 export const command: Command = {

@@ -8,15 +8,15 @@ import {
   type JobRequest,
   MAX_JOB_FRAME_BYTES,
   type SubmitterMessage,
-  WorkerMessage,
+  type WorkerMessage,
 } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import { logger } from '../logger.ts';
 import type { Framed } from '../wire/framed.ts';
 import type { StreamHost } from '../wire/streams.ts';
-import { submitJob } from './job-client.ts';
 import type { Campaign } from './campaign-store.ts';
+import { submitJob } from './job-client.ts';
 
 export interface CampaignRunnerOptions {
   /** The campaign's persistent state (created or resumed by the campaign store). */
@@ -165,7 +165,10 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
             log('job %s on %s failed: %s (%s)', lease.jobId, lease.peerId, end.reason, end.message);
             lastProblem = `${lease.peerId.slice(-8)}: job failed (${end.reason}: ${end.message})`;
             if (end.reason !== 'cancelled') failure(lease.peerId);
-            released(book.release(lease.jobId, end.reason === 'cancelled' ? 'cancelled' : 'failed'), end.reason);
+            released(
+              book.release(lease.jobId, end.reason === 'cancelled' ? 'cancelled' : 'failed'),
+              end.reason,
+            );
           }
         } else if (ev.type === 'lost') {
           const cancelled = ev.cause === 'cancelled';

@@ -2,17 +2,17 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { FleetNode } from '../../placement/fleet-view.ts';
 import { sha256Hex } from '../../protocol/canonical.ts';
+import type { SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
 import { Sampling } from '../../protocol/job.ts';
 import { parseWith } from '../../protocol/parse.ts';
 import type { Task } from '../../protocol/task.ts';
 import { readTasksFile } from '../../sandbox/tasks-file.ts';
 import { logger } from '../logger.ts';
+import type { Framed } from '../wire/framed.ts';
+import type { StreamHost } from '../wire/streams.ts';
 import { CampaignName, SplitFilter } from './campaign-schema.ts';
 import type { CampaignStore, StartReport } from './campaign-store.ts';
 import type { CampaignSummary } from './campaign-summary.ts';
-import type { SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
-import type { Framed } from '../wire/framed.ts';
-import type { StreamHost } from '../wire/streams.ts';
 import { type CampaignOutcome, type CampaignRunner, runCampaign } from './runner.ts';
 
 /** What `vtnode run` asks the daemon for. */
@@ -30,7 +30,12 @@ export const CampaignStartRequest = z.object({
   /** Continue an existing campaign of that name (otherwise an existing name is an error). */
   resume: z.boolean(),
   /** Time a worker has for a job without progress before it is re-placed, ms. */
-  jobTimeoutMs: z.number().int().min(1000).max(7 * 24 * 3_600_000).optional(),
+  jobTimeoutMs: z
+    .number()
+    .int()
+    .min(1000)
+    .max(7 * 24 * 3_600_000)
+    .optional(),
 });
 export type CampaignStartRequest = z.infer<typeof CampaignStartRequest>;
 
