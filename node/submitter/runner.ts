@@ -4,14 +4,8 @@ import { createLeaseBook, type Lease, type Released } from '../../placement/leas
 import { createPlacer } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
 import { createThroughput } from '../../placement/throughput.ts';
-import {
-  type JobRequest,
-  MAX_JOB_FRAME_BYTES,
-  type SubmitterMessage,
-  type WorkerMessage,
-} from '../../protocol/job.ts';
+import type { JobRequest, SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
-import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import { logger } from '../logger.ts';
 import type { Framed } from '../wire/framed.ts';
 import type { StreamHost } from '../wire/streams.ts';
