@@ -24,3 +24,8 @@ export async function readTasksFile(path: string): Promise<TaskLine[]> {
   }
   return out;
 }
+
+/** The tasks of a tasks.jsonl file (see readTasksFile). */
+export async function readTasks(path: string): Promise<Task[]> {
+  return (await readTasksFile(path)).map((l) => l.task);
+}

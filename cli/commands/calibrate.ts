@@ -1,6 +1,6 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import { workspaceId } from '../../node/workspace/content-id.ts';
 import { BackendUnavailableError } from '../../sandbox/confinement.ts';
 import { createCheckedScorer, SandboxSelfTestError } from '../../sandbox/scorer.ts';
 import { readTasksFile, type TaskLine } from '../../sandbox/tasks-file.ts';
@@ -64,7 +64,7 @@ export const command: Command = {
     try {
       const scorer = await createCheckedScorer({
         unconfined: values.unconfined ?? false,
-        workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+        workspaceId,
         signal: controller.signal,
       }).catch((err: Error) => {
         if (err instanceof SandboxSelfTestError || err instanceof BackendUnavailableError)

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { startCollectorNode } from '../../node/collector/node.ts';
 import { startDaemon } from '../../node/daemon.ts';
-import { readTasksFile } from '../../node/model-server/tasks-file.ts';
-import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import { workspaceId } from '../../node/workspace/content-id.ts';
 import { decodeToken, parseDuration, TokenError } from '../../protocol/token.ts';
 import { createCheckedScorer, SandboxSelfTestError, type Scorer } from '../../sandbox/scorer.ts';
+import { readTasks } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
 import { fractionOption } from './export.ts';
@@ -90,18 +90,18 @@ export const command: Command = {
       throw new CliError(
         `${dataDir.root} is not in a fleet: run \`vtnode init --fleet NAME\` or \`vtnode join TOKEN\` with this --data-dir first`,
       );
-    const tasks = values.tasks ? await readTasksFile(values.tasks) : [];
+    const tasks = values.tasks ? await readTasks(values.tasks) : [];
     const config = mergeConfig(await dataDir.readConfig(), values);
     await dataDir.writeConfig(config);
 
     const workspaces = new Map<string, string>();
-    for (const dir of config.workspaces) workspaces.set((await workspaceIdentity(dir)).id, resolve(dir));
+    for (const dir of config.workspaces) workspaces.set(await workspaceId(dir), resolve(dir));
     let scorer: Scorer | null = null;
     if (workspaces.size > 0 && auditFraction > 0) {
       try {
         scorer = await createCheckedScorer({
           unconfined: values.unconfined ?? false,
-          workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+          workspaceId,
         });
       } catch (err) {
         if (err instanceof SandboxSelfTestError)

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, open, readFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -20,9 +20,10 @@ const usage = `Usage: vtnode demo [--nodes 3] [-k 2] [--dir DIR]
 The whole pipeline on this machine, on embedded defaults: mines the example corpus
 (examples/ledger), calibrates the tasks in the sandbox, starts a fleet of N nodes (separate
 processes on loopback), each with an emulated model server (no weights: it answers with the
-references, mutants of them and garbage, with real prompt-cache behaviour), and runs a campaign of
-k samples per task through the mesh. Prints where the tasks, the fleet's data dirs and the campaign
-summary are.
+references, mutants of them and garbage, with real prompt-cache behaviour), runs a campaign of k
+samples per task through the mesh, then has a collector node gather the verified samples (checked
+against their signed digests, spot-audited), exports them for mlx_lm.lora and reports pass@k.
+Prints where everything was written.
 
   --nodes N     fleet size (default 3)
   -k N          samples per task (default 2)
@@ -43,14 +44,20 @@ function step(text: string): void {
   process.stderr.write(`\n== ${text}\n`);
 }
 
-function vt(args: string[], inherit = true): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      stdio: ['ignore', inherit ? 'inherit' : 'ignore', 'inherit'],
+/** Runs `vtnode ARGS` with stderr shown; stdout shown, or written to `stdoutFile`. */
+async function vt(args: string[], inherit = true, stdoutFile?: string): Promise<number> {
+  const out = stdoutFile ? await open(stdoutFile, 'w') : null;
+  try {
+    return await new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, ...args], {
+        stdio: ['ignore', out ? out.fd : inherit ? 'inherit' : 'ignore', 'inherit'],
+      });
+      child.on('error', reject);
+      child.on('exit', (code) => resolve(code ?? 1));
     });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve(code ?? 1));
-  });
+  } finally {
+    await out?.close();
+  }
 }
 
 async function capture(args: string[]): Promise<string> {
@@ -69,7 +76,7 @@ async function capture(args: string[]): Promise<string> {
 
 export const command: Command = {
   name: 'demo',
-  summary: 'the whole pipeline on this machine: mine, calibrate, a local fleet, a campaign',
+  summary: 'the whole pipeline on this machine: mine, calibrate, a local fleet, a campaign, a dataset',
   usage,
   async run(argv) {
     const { values } = parseOptions(
@@ -146,25 +153,50 @@ export const command: Command = {
       step(
         `campaign: ${kept.length} tasks × k = ${k}, placed by prompt-cache affinity, scored in each node's sandbox`,
       );
-      const code = await vt([
-        'run',
-        '--data-dir',
-        dirs[0]!,
-        '--tasks',
-        calibrated,
-        '--model',
-        'demo-coder',
-        '-k',
-        String(k),
-        '--split',
-        'all',
-        '--campaign',
-        'demo',
-      ]);
-      process.stderr.write(
-        `\ntasks: ${tasks}\ncalibrated: ${calibrated}\nnode data dirs: ${dirs.join(' ')}\n`,
+      const summaryFile = join(dir, 'campaign.json');
+      const runArgs = ['run', '--data-dir', dirs[0]!, '--tasks', calibrated, '--model', 'demo-coder'];
+      runArgs.push('-k', String(k), '--split', 'all', '--campaign', 'demo', '--json');
+      if ((await vt(runArgs, true, summaryFile)) !== 0) throw new CliError('the campaign did not complete');
+      const scored = (JSON.parse(await readFile(summaryFile, 'utf8')) as { samples: { scored: number } })
+        .samples.scored;
+
+      step(
+        'collecting: a collector node catches up with every worker, checks each body against its signed digest',
       );
-      return code;
+      const dataset = join(dir, 'dataset');
+      const collectorDir = join(dir, 'collector');
+      const collectArgs = [
+        'collect',
+        '--token',
+        token,
+        '--data-dir',
+        collectorDir,
+        '--listen',
+        '/ip4/127.0.0.1/tcp/0',
+      ];
+      collectArgs.push('--out', dataset, '--tasks', calibrated, '--workspace', CORPUS);
+      const collector = spawn(process.execPath, [BIN, ...collectArgs], { stdio: 'ignore' });
+      nodes.push(collector);
+      const until = Date.now() + 180_000;
+      for (;;) {
+        const st = await readFile(join(collectorDir, 'collector.json'), 'utf8')
+          .then((t) => JSON.parse(t) as { stats: { digests: number; pending: number } })
+          .catch(() => null);
+        if (st && st.stats.digests >= scored && st.stats.pending === 0) break;
+        if (Date.now() > until)
+          throw new CliError('the collector did not gather every sample within 3 minutes');
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      await vt(['status', '--data-dir', collectorDir]);
+
+      step('exporting for mlx_lm.lora, and the eval table (pass@k)');
+      await vt(['export', '--from', dataset, '--format', 'mlx', '--out', join(dir, 'mlx')]);
+      await vt(['report', '--from', dataset]);
+      process.stderr.write(
+        `\ntasks: ${tasks}\ncalibrated: ${calibrated}\ncampaign summary: ${summaryFile}\n` +
+          `dataset: ${dataset}\ntraining data: ${join(dir, 'mlx')}\nnode data dirs: ${dirs.join(' ')}\n`,
+      );
+      return 0;
     } finally {
       for (const node of nodes) node.kill('SIGTERM');
       await Promise.all(

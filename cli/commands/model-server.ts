@@ -89,7 +89,7 @@ export const command: Command = {
     );
     const { createEmulator, EmulateKind, Faults } = await import('../../node/model-server/emulator.ts');
     const { ScriptMode } = await import('../../node/model-server/script.ts');
-    const { readTasksFile } = await import('../../node/model-server/tasks-file.ts');
+    const { readTasks } = await import('../../sandbox/tasks-file.ts');
     const { parseWith } = await import('../../protocol/parse.ts');
     if (values.port === undefined) throw new CliError(`--port is required\n\n${usage}`, 2);
     const emulate = EmulateKind.safeParse(values.emulate);
@@ -122,9 +122,9 @@ export const command: Command = {
       concurrency: Math.max(1, intOption(values.concurrency, 'concurrency', 1)),
       context: Math.max(1, intOption(values.context, 'context', 32_768)),
     };
-    let tasks: Awaited<ReturnType<typeof readTasksFile>>;
+    let tasks: Awaited<ReturnType<typeof readTasks>>;
     try {
-      tasks = await readTasksFile(values.tasks);
+      tasks = await readTasks(values.tasks);
     } catch (err) {
       throw new CliError(`--tasks: ${(err as Error).message}`);
     }

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { openExistingDataset } from '../../node/collector/open.ts';
 import { rescoreDataset } from '../../node/collector/rescore.ts';
-import { readTasksFile } from '../../node/model-server/tasks-file.ts';
-import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import { workspaceId, workspaceIdentity } from '../../node/workspace/content-id.ts';
 import { createCheckedScorer, SandboxSelfTestError } from '../../sandbox/scorer.ts';
+import { readTasks } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { fractionOption } from './export.ts';
 
@@ -45,14 +45,14 @@ export const command: Command = {
     const store = openExistingDataset(values.from);
     if (!store) throw new CliError(`${values.from} is not a dataset (no dataset.db)`);
     try {
-      const newTasks = values.tasks ? await readTasksFile(values.tasks) : undefined;
+      const newTasks = values.tasks ? await readTasks(values.tasks) : undefined;
       const workspaceDir = resolve(values.workspace);
       const ws = await workspaceIdentity(workspaceDir);
       let scorer: Awaited<ReturnType<typeof createCheckedScorer>>;
       try {
         scorer = await createCheckedScorer({
           unconfined: values.unconfined ?? false,
-          workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+          workspaceId,
         });
       } catch (err) {
         if (err instanceof SandboxSelfTestError)

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { workspaceIdentity } from '../../node/workspace/content-id.ts';
+import { workspaceId } from '../../node/workspace/content-id.ts';
 import { BackendUnavailableError } from '../../sandbox/confinement.ts';
 import { createCheckedScorer, SandboxSelfTestError, type ScoreResult } from '../../sandbox/scorer.ts';
 import { readTasksFile } from '../../sandbox/tasks-file.ts';
@@ -77,7 +77,7 @@ export const command: Command = {
     try {
       const scorer = await createCheckedScorer({
         unconfined: values.unconfined ?? false,
-        workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+        workspaceId,
         signal: controller.signal,
       }).catch((err: Error) => {
         if (err instanceof SandboxSelfTestError || err instanceof BackendUnavailableError)

@@ -5,7 +5,7 @@ import type { DataDir } from '../data-dir.ts';
 import { logger } from '../logger.ts';
 import type { ModelService } from '../models/service.ts';
 import type { StreamHost } from '../wire/streams.ts';
-import { workspaceIdentity } from '../workspace/content-id.ts';
+import { workspaceId } from '../workspace/content-id.ts';
 import { createJobExecutor, type JobExecutor } from './executor.ts';
 import { type LoggedSample, openSampleLog, type SampleLog } from './sample-log.ts';
 
@@ -70,7 +70,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       scorer = await createCheckedScorer({
         unconfined: options.unconfined,
         maxConcurrent: Math.max(2, options.maxJobs * 2),
-        workspaceId: async (dir) => (await workspaceIdentity(dir)).id,
+        workspaceId,
       });
       sandbox = { backend: scorer.confinement.name, ok: true };
       if (options.unconfined)

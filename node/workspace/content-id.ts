@@ -95,3 +95,8 @@ export async function workspaceIdentity(root: string): Promise<WorkspaceIdentity
   }
   return { id: `sha256:${h.digest('hex')}`, commit, clean, files: present };
 }
+
+/** Just the content id (what scorers and adverts need). */
+export async function workspaceId(root: string): Promise<string> {
+  return (await workspaceIdentity(root)).id;
+}
