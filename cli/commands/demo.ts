@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, open, readFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,9 @@ import { connectControl } from '../../node/control/client.ts';
 import { DataDir } from '../../node/data-dir.ts';
 import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
 import type { FleetStatus } from '../../node/status.ts';
-import { readTasksFile } from '../../sandbox/tasks-file.ts';
+import { createConfinement } from '../../sandbox/backend.ts';
+import { BackendUnavailableError } from '../../sandbox/confinement.ts';
+import { readTasks } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -38,6 +41,20 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+async function sandboxFlags(): Promise<string[]> {
+  try {
+    await createConfinement();
+    return [];
+  } catch (err) {
+    if (!(err instanceof BackendUnavailableError)) throw err;
+    process.stderr.write(
+      `\n!! ${err.message}\n!! The demo runs UNCONFINED (its candidates are the example corpus's own code and ` +
+        'scripted variants of it). Install bubblewrap (apt-get install bubblewrap) before scoring anything else.\n',
+    );
+    return ['--unconfined'];
+  }
 }
 
 function step(text: string): void {
@@ -91,13 +108,29 @@ export const command: Command = {
     const tasks = join(dir, 'tasks.jsonl');
     const calibrated = join(dir, 'tasks.calibrated.jsonl');
 
+    if (!existsSync(join(CORPUS, 'node_modules'))) {
+      step(`installing the example corpus's dependencies (npm ci in ${CORPUS})`);
+      const code = await new Promise<number>((resolve, reject) => {
+        const child = spawn('npm', ['ci', '--no-audit', '--no-fund'], {
+          cwd: CORPUS,
+          stdio: ['ignore', 'inherit', 'inherit'],
+        });
+        child.on('error', reject);
+        child.on('exit', (c) => resolve(c ?? 1));
+      });
+      if (code !== 0) throw new CliError(`npm ci in ${CORPUS} failed`);
+    }
+    // The demo's candidates are the corpus's own code and scripted variants of it: trusted input. Without
+    // the platform's sandbox (bubblewrap missing on Linux) it says so loudly and runs unconfined.
+    const sandbox = await sandboxFlags();
+
     step(`mining ${CORPUS}`);
     if ((await vt(['mine', '--root', CORPUS, '--out', tasks])) !== 0) throw new CliError('mining failed');
     step('calibrating: every task whose reference does not score 1.0 in the sandbox is dropped');
-    if ((await vt(['calibrate', '--tasks', tasks, '--out', calibrated, '--jobs', '2'])) !== 0) {
+    if ((await vt(['calibrate', '--tasks', tasks, '--out', calibrated, '--jobs', '2', ...sandbox])) !== 0) {
       throw new CliError('calibration failed');
     }
-    const kept = (await readTasksFile(calibrated)).map((l) => l.task);
+    const kept = await readTasks(calibrated);
 
     step(`starting ${n} nodes, each with an emulated model server`);
     const servers: Emulator[] = [];
@@ -125,6 +158,7 @@ export const command: Command = {
         CORPUS,
         '--advert-interval',
         '1s',
+        ...sandbox,
       ];
       const port = await freePort();
       const token = (
@@ -174,7 +208,7 @@ export const command: Command = {
         '--listen',
         '/ip4/127.0.0.1/tcp/0',
       ];
-      collectArgs.push('--out', dataset, '--tasks', calibrated, '--workspace', CORPUS);
+      collectArgs.push('--out', dataset, '--tasks', calibrated, '--workspace', CORPUS, ...sandbox);
       const collector = spawn(process.execPath, [BIN, ...collectArgs], { stdio: 'ignore' });
       nodes.push(collector);
       const until = Date.now() + 180_000;
