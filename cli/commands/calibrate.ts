@@ -1,10 +1,8 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { workspaceId } from '../../node/workspace/content-id.ts';
-import { BackendUnavailableError } from '../../sandbox/confinement.ts';
-import { createCheckedScorer, SandboxSelfTestError } from '../../sandbox/scorer.ts';
 import { readTasksFile, type TaskLine } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+import { openScorer } from '../scorer.ts';
 
 const usage = `Usage: vtnode calibrate --tasks FILE --out FILE [options]
 
@@ -62,16 +60,10 @@ export const command: Command = {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     try {
-      const scorer = await createCheckedScorer({
-        unconfined: values.unconfined ?? false,
-        workspaceId,
+      const scorer = await openScorer({
+        unconfined: values.unconfined,
+        refusing: 'refusing to calibrate',
         signal: controller.signal,
-      }).catch((err: Error) => {
-        if (err instanceof SandboxSelfTestError || err instanceof BackendUnavailableError)
-          throw new CliError(
-            `${err.message}\n(refusing to calibrate; --unconfined is for trusted input only)`,
-          );
-        throw err;
       });
       const kept = new Set<TaskLine>();
       const dropped: Dropped[] = [];

@@ -3,10 +3,11 @@ import { startCollectorNode } from '../../node/collector/node.ts';
 import { startDaemon } from '../../node/daemon.ts';
 import { workspaceId } from '../../node/workspace/content-id.ts';
 import { decodeToken, parseDuration, TokenError } from '../../protocol/token.ts';
-import { createCheckedScorer, SandboxSelfTestError, type Scorer } from '../../sandbox/scorer.ts';
+import type { Scorer } from '../../sandbox/scorer.ts';
 import { readTasks } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
+import { openScorer } from '../scorer.ts';
 import { fractionOption } from './export.ts';
 
 const usage = `Usage: vtnode collect --out DATASET [collect options] [node options]
@@ -98,18 +99,10 @@ export const command: Command = {
     for (const dir of config.workspaces) workspaces.set(await workspaceId(dir), resolve(dir));
     let scorer: Scorer | null = null;
     if (workspaces.size > 0 && auditFraction > 0) {
-      try {
-        scorer = await createCheckedScorer({
-          unconfined: values.unconfined ?? false,
-          workspaceId,
-        });
-      } catch (err) {
-        if (err instanceof SandboxSelfTestError)
-          throw new CliError(
-            `${err.message}\n(audits need the sandbox; --audit-fraction 0 collects without audits, --unconfined audits without a sandbox)`,
-          );
-        throw err;
-      }
+      scorer = await openScorer({
+        unconfined: values.unconfined,
+        refusing: 'audits need the sandbox; --audit-fraction 0 collects without audits',
+      });
     }
 
     const daemon = await startDaemon({ dataDir, fleet, config });

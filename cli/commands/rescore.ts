@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { openExistingDataset } from '../../node/collector/open.ts';
 import { rescoreDataset } from '../../node/collector/rescore.ts';
-import { workspaceId, workspaceIdentity } from '../../node/workspace/content-id.ts';
-import { createCheckedScorer, SandboxSelfTestError } from '../../sandbox/scorer.ts';
+import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import { readTasks } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
+import { openScorer } from '../scorer.ts';
 import { fractionOption } from './export.ts';
 
 const usage = `Usage: vtnode rescore --from DATASET --workspace NEW [--tasks FILE] [--json]
@@ -48,19 +48,7 @@ export const command: Command = {
       const newTasks = values.tasks ? await readTasks(values.tasks) : undefined;
       const workspaceDir = resolve(values.workspace);
       const ws = await workspaceIdentity(workspaceDir);
-      let scorer: Awaited<ReturnType<typeof createCheckedScorer>>;
-      try {
-        scorer = await createCheckedScorer({
-          unconfined: values.unconfined ?? false,
-          workspaceId,
-        });
-      } catch (err) {
-        if (err instanceof SandboxSelfTestError)
-          throw new CliError(
-            `${err.message}\n(refusing to score; --unconfined runs without a sandbox, for trusted input only)`,
-          );
-        throw err;
-      }
+      const scorer = await openScorer({ unconfined: values.unconfined, refusing: 'refusing to re-score' });
       const result = await rescoreDataset({
         store,
         scorer,

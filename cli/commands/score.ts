@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { workspaceId } from '../../node/workspace/content-id.ts';
-import { BackendUnavailableError } from '../../sandbox/confinement.ts';
-import { createCheckedScorer, SandboxSelfTestError, type ScoreResult } from '../../sandbox/scorer.ts';
+import type { ScoreResult } from '../../sandbox/scorer.ts';
 import { readTasksFile } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
+import { openScorer } from '../scorer.ts';
 
 const usage = `Usage: vtnode score --tasks FILE --task ID --candidate FILE [options]
 
@@ -75,16 +74,10 @@ export const command: Command = {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     try {
-      const scorer = await createCheckedScorer({
-        unconfined: values.unconfined ?? false,
-        workspaceId,
+      const scorer = await openScorer({
+        unconfined: values.unconfined,
+        refusing: 'refusing to score',
         signal: controller.signal,
-      }).catch((err: Error) => {
-        if (err instanceof SandboxSelfTestError || err instanceof BackendUnavailableError)
-          throw new CliError(
-            `${err.message}\n(refusing to score; --unconfined runs without a sandbox, for trusted input only)`,
-          );
-        throw err;
       });
       const result = await scorer.score({
         task,

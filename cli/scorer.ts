@@ -1,0 +1,31 @@
+import { workspaceId } from '../node/workspace/content-id.ts';
+import { BackendUnavailableError } from '../sandbox/confinement.ts';
+import { createCheckedScorer, SandboxSelfTestError, type Scorer } from '../sandbox/scorer.ts';
+import { CliError } from './command.ts';
+
+/**
+ * The platform's sandbox scorer for a command, self-tested; a missing backend or a failed self-test
+ * becomes a CliError that says what the command refuses to do and what `--unconfined` means.
+ */
+export async function openScorer(options: {
+  /** Run without the sandbox (trusted input only). */
+  unconfined?: boolean;
+  /** What the command refuses to do without a sandbox, e.g. "refusing to score". */
+  refusing: string;
+  signal?: AbortSignal;
+}): Promise<Scorer> {
+  try {
+    return await createCheckedScorer({
+      unconfined: options.unconfined ?? false,
+      workspaceId,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (err) {
+    if (err instanceof SandboxSelfTestError || err instanceof BackendUnavailableError) {
+      throw new CliError(
+        `${err.message}\n(${options.refusing}; --unconfined runs without a sandbox, for trusted input only)`,
+      );
+    }
+    throw err;
+  }
+}
