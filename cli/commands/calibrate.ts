@@ -29,7 +29,9 @@ function progress(done: number, total: number, kept: number): void {
   const filled = total === 0 ? width : Math.round((done / total) * width);
   const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} kept ${kept}`;
   if (process.stderr.isTTY) process.stderr.write(`\r${bar}${done === total ? '\n' : ''}`);
-  else process.stderr.write(`${bar}\n`);
+  // Without a terminal (CI logs, pipes): a line per tenth of the work, not per task.
+  else if (done === total || Math.floor((done * 10) / total) > Math.floor(((done - 1) * 10) / total))
+    process.stderr.write(`${bar}\n`);
 }
 
 export const command: Command = {
