@@ -188,6 +188,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       fleet: fleet.fleet,
       self: peerId,
       nodes: fleetMembership.view.nodes().map((n) => nodeStatus(n, now)),
+      ...Object.fromEntries([...extraRoles].map(([role, section]) => [role, section()])),
     };
   };
 

@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CollectorStatus } from '../../node/collector/node.ts';
+import type { FleetStatus } from '../../node/status.ts';
 import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
 import { INTERVAL, initFleet, waitForPeers } from '../helpers/fleet.ts';
 
@@ -170,6 +171,13 @@ describe.skipIf(!wired)('collectors through a campaign (separate processes)', ()
     expect(liarTrust?.auditFailures ?? 0).toBeGreaterThan(0);
     expect(liarTrust!.trust).toBeLessThan(1);
     for (const t of trust.filter((x) => x.origin !== liar)) expect(t.auditFailures).toBe(0);
+    // `vtnode status` of the collector shows trust per origin, and the fleet sees its collector role.
+    const st = await vtnode(['status', '--json', '--data-dir', c1Dir]);
+    const fleetStatus = JSON.parse(st.stdout) as FleetStatus;
+    expect(fleetStatus.collector!.trust.find((t) => t.origin === liar)!.trust).toBeLessThan(1);
+    expect(fleetStatus.nodes[0]!.roles).toContain('collector');
+    const human = await vtnode(['status', '--data-dir', c1Dir]);
+    expect(human.stdout).toMatch(new RegExp(`trust ${liar.slice(-8)}  0\\.\\d+  SUSPECT`));
 
     const out1 = join(c1Dir, 'mlx');
     const out2 = join(c2Dir, 'mlx');
