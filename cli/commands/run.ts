@@ -94,6 +94,19 @@ function jobTimeout(text: string | undefined): { jobTimeoutMs: number } | null {
   return { jobTimeoutMs: ms };
 }
 
+/** The campaign's status; a daemon too busy to answer once (a loaded machine) is asked again. */
+async function pollStatus(control: ControlClient, name: string): Promise<CampaignStatus> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await control.call<CampaignStatus>('POST', '/campaign/status', { name });
+    } catch (err) {
+      if (err instanceof NoDaemonError || attempt >= 5) throw err;
+      process.stderr.write(`vtnode run: the daemon did not answer (${(err as Error).message}); asking again\n`);
+      await new Promise((r) => setTimeout(r, 1000 * attempt));
+    }
+  }
+}
+
 async function askDetachOrCancel(): Promise<'detach' | 'cancel'> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
@@ -202,7 +215,7 @@ export const command: Command = {
       let st: CampaignStatus;
       try {
         for (;;) {
-          st = await control.call<CampaignStatus>('POST', '/campaign/status', { name });
+          st = await pollStatus(control, name);
           const now = Date.now();
           if (tty) process.stderr.write(`\r\x1b[K${progressLine(st, now)}`);
           else if (now - lastPrinted > 5000) {
