@@ -101,7 +101,9 @@ async function pollStatus(control: ControlClient, name: string): Promise<Campaig
       return await control.call<CampaignStatus>('POST', '/campaign/status', { name });
     } catch (err) {
       if (err instanceof NoDaemonError || attempt >= 5) throw err;
-      process.stderr.write(`vtnode run: the daemon did not answer (${(err as Error).message}); asking again\n`);
+      process.stderr.write(
+        `vtnode run: the daemon did not answer (${(err as Error).message}); asking again\n`,
+      );
       await new Promise((r) => setTimeout(r, 1000 * attempt));
     }
   }

@@ -1,23 +1,10 @@
-// Collectors through a real campaign: 3 worker processes (emulated model servers, real sandbox),
-// `vtnode run`, and 2 `vtnode collect` processes, one killed mid-campaign and restarted; one worker
-// lies about its rewards (VTNODE_TEST_INFLATE_REWARDS=1) and the audits catch it.
-//
-// It needs the campaign runner and the worker's digest wiring (docs/collect.md, "Wiring"): until
-// the daemon publishes digests and serves /vtnode/sample/1 and /vtnode/log/1, it is skipped.
-import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CollectorStatus } from '../../node/collector/node.ts';
 import type { FleetStatus } from '../../node/status.ts';
-import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
+import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
 import { INTERVAL, initFleet, waitForPeers } from '../helpers/fleet.ts';
-
-const daemonSource = join(REPO, 'node/daemon.ts');
-const wired =
-  existsSync(join(REPO, 'test/helpers/campaign.ts')) &&
-  readFileSync(daemonSource, 'utf8').includes('createDigestGossip') &&
-  readFileSync(daemonSource, 'utf8').includes('createLogServer');
 
 const box = new Sandbox();
 const closers: (() => Promise<void>)[] = [];
@@ -35,7 +22,7 @@ async function collectorStatus(dataDir: string): Promise<CollectorStatus | null>
   }
 }
 
-describe.skipIf(!wired)('collectors through a campaign (separate processes)', () => {
+describe('collectors through a campaign (separate processes)', () => {
   it('3 workers + 2 collectors: both datasets complete and identical, a restarted collector catches up, an inflating worker is quarantined', async () => {
     // Loaded only when the campaign helpers exist (they come with `vtnode run`).
     const campaign = await import(`../helpers/${'campaign.ts'}`);
