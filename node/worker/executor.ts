@@ -165,7 +165,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         }),
       );
       score = {
-        reward: options.inflateRewards ? 1 : r.reward,
+        reward: r.reward,
         passed: r.passed,
         failed: r.failed,
         reasons: r.reasons.slice(0, 32).map((x) => x.slice(0, 200)),
@@ -173,6 +173,8 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         diagnostics: r.diagnostics.slice(0, 64 * 1024),
       };
     }
+    // Test-only fault switch: a lying worker claims every sample verified, whatever it scored.
+    if (options.inflateRewards) score.reward = 1;
     return {
       v: 1,
       sampleId: sampleId(job.task.id, job.model, index, seed),

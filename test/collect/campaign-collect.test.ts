@@ -112,6 +112,16 @@ describe('collectors through a campaign (separate processes)', () => {
     await c2.waitFor(/is collecting/, 60_000);
     await waitForPeers(d0, [...peers, await peerIdOf(c1Dir), await peerIdOf(c2Dir)], 30_000);
 
+    // Every worker (the liar included) must be placeable: a model, a passed sandbox self-test.
+    await eventually(
+      async () => {
+        const st = JSON.parse((await vtnode(['status', '--json', '--data-dir', d0])).stdout) as FleetStatus;
+        const workers = st.nodes.filter((n) => peers.includes(n.peerId));
+        return workers.length === 3 && workers.every((n) => n.sandbox.ok && n.models.length > 0);
+      },
+      60_000,
+      'three ready workers',
+    );
     const run = campaign.runCampaign(d0, file, ['-k', String(k), '--campaign', 'collected']);
     // Kill collector 2 once the first samples are in, restart it later.
     await eventually(
