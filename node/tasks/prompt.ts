@@ -128,25 +128,28 @@ export function filePrompt(input: FilePromptInput): ChatMessage[] {
       '',
       ...contextSection(input.context),
     );
-  const declared = input.declared.filter((d) => d.names.length > 0);
-  if (declared.length > 0)
-    user.push(
+  user.push(
+    ...symbolList(
       'Declared elsewhere in the module (do not declare these again; import them from these files):',
-      ...declared.map((d) => `- ${d.path}: ${d.names.join(', ')}`),
-      '',
-    );
-  const available = input.available.filter((d) => d.names.length > 0);
-  if (available.length > 0)
-    user.push(
+      input.declared,
+    ),
+    ...symbolList(
       'Exported by other files it uses, outside its module (import from these files):',
-      ...available.map((d) => `- ${d.path}: ${d.names.join(', ')}`),
-      '',
-    );
+      input.available,
+    ),
+  );
   user.push(`Now write \`${input.target}\` in full.`);
   return [
     { role: 'system', content: system },
     { role: 'user', content: user.join('\n') },
   ];
+}
+
+/** A heading and one `- path: names` line per file that declares something, or nothing at all. */
+function symbolList(heading: string, files: DeclaredSymbols[]): string[] {
+  const listed = files.filter((d) => d.names.length > 0);
+  if (listed.length === 0) return [];
+  return [heading, ...listed.map((d) => `- ${d.path}: ${d.names.join(', ')}`), ''];
 }
 
 /** Inputs of a `tests` task prompt. */
@@ -182,13 +185,9 @@ export function testsPrompt(input: TestsPromptInput): ChatMessage[] {
       `- \`${s.path}\`, imported as '${s.specifier}'${s.exports.length > 0 ? `, which exports: ${s.exports.join(', ')}` : ''}`,
     );
   user.push('', 'Code under test:', '', ...contextSection(input.context));
-  const available = input.available.filter((d) => d.names.length > 0);
-  if (available.length > 0)
-    user.push(
-      'Exported by other files the code under test imports (not shown):',
-      ...available.map((d) => `- ${d.path}: ${d.names.join(', ')}`),
-      '',
-    );
+  user.push(
+    ...symbolList('Exported by other files the code under test imports (not shown):', input.available),
+  );
   user.push(`Now write \`${input.target}\` in full.`);
   return [
     { role: 'system', content: system },

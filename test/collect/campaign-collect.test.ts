@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { CollectorStatus } from '../../node/collector/node.ts';
 import type { FleetStatus } from '../../node/status.ts';
 import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
+import { collectorStatus } from '../helpers/collect.ts';
 import { INTERVAL, initFleet, waitForPeers } from '../helpers/fleet.ts';
 
 const box = new Sandbox();
@@ -13,14 +14,6 @@ afterAll(async () => {
   await box.cleanup();
   await Promise.all(closers.map((c) => c()));
 });
-
-async function collectorStatus(dataDir: string): Promise<CollectorStatus | null> {
-  try {
-    return JSON.parse(await readFile(join(dataDir, 'collector.json'), 'utf8')) as CollectorStatus;
-  } catch {
-    return null;
-  }
-}
 
 describe('collectors through a campaign (separate processes)', () => {
   it('3 workers + 2 collectors: both datasets complete and identical, a restarted collector catches up, an inflating worker is quarantined', async () => {

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CollectorStatus } from '../../node/collector/node.ts';
 import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
+import { collectorStatus } from '../helpers/collect.ts';
 import { INTERVAL, initFleet } from '../helpers/fleet.ts';
 
 const box = new Sandbox();
@@ -40,14 +40,6 @@ function worker(token: string, logPath: string, name: string, total: number, int
       }
     },
   };
-}
-
-async function collectorStatus(dataDir: string): Promise<CollectorStatus | null> {
-  try {
-    return JSON.parse(await readFile(join(dataDir, 'collector.json'), 'utf8')) as CollectorStatus;
-  } catch {
-    return null;
-  }
 }
 
 describe('vtnode collect (separate processes on loopback)', () => {
