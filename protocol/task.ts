@@ -17,7 +17,7 @@ export const ChatMessage = z.object({
 });
 export type ChatMessage = z.infer<typeof ChatMessage>;
 
-export const TestRunner = z.enum(['vitest', 'node:test']);
+export const TestRunner = z.enum(['vitest', 'node:test', 'jest', 'mocha']);
 export type TestRunner = z.infer<typeof TestRunner>;
 
 /** How a task is judged: which runner executes which test files, and the strict type-check. */
@@ -34,6 +34,10 @@ export const JudgeSpec = z.object({
   flaky: z.boolean().default(false),
   /** Type-level test files (`*.test-d.ts`) that exercise the target: checked by `typecheck`, never executed. */
   typeTests: z.array(RelPath).optional(),
+  /** Workspace-relative directory the runner runs in (a monorepo member with its own config); the workspace root when absent. */
+  cwd: RelPath.optional(),
+  /** `tests` tasks: the sources under test, whose mutants measure the strength of a candidate's tests. */
+  mutate: z.array(RelPath).optional(),
 });
 export type JudgeSpec = z.infer<typeof JudgeSpec>;
 

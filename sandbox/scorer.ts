@@ -8,7 +8,7 @@ import { type Box, createBox, insideBox, sweepStaleBoxes } from './box.ts';
 import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint } from './fingerprint.ts';
 import type { Judge } from './judges/judge.ts';
-import { createNodeTestJudge } from './judges/node-test.ts';
+import { judgeFor } from './judges/index.ts';
 import { readReport } from './judges/read-report.ts';
 import {
   countCases,
@@ -18,7 +18,6 @@ import {
   type Verdict,
   VerdictError,
 } from './judges/verdict.ts';
-import { createVitestJudge } from './judges/vitest.ts';
 import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
 import { addedPatterns, LINTS, TAMPER } from './lints.ts';
 import { computeReward, DEFAULT_LINT_FACTOR } from './reward.ts';
@@ -122,9 +121,6 @@ function summary(r: RunResult): RunSummary {
   };
 }
 
-function judgeFor(runner: Task['judge']['runner']): Judge {
-  return runner === 'vitest' ? createVitestJudge() : createNodeTestJudge();
-}
 
 /** `npx tool …` runs the workspace's own bin (offline, no npm inside the box). */
 export function resolveTypecheckArgv(argv: string[], box: string): string[] {
