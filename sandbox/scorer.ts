@@ -7,8 +7,8 @@ import type { Task } from '../protocol/task.ts';
 import { type Box, createBox, insideBox, sweepStaleBoxes } from './box.ts';
 import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint } from './fingerprint.ts';
-import type { Judge } from './judges/judge.ts';
 import { judgeFor } from './judges/index.ts';
+import type { Judge } from './judges/judge.ts';
 import { readReport } from './judges/read-report.ts';
 import {
   countCases,
@@ -120,7 +120,6 @@ function summary(r: RunResult): RunSummary {
     usage: r.usage,
   };
 }
-
 
 /** `npx tool …` runs the workspace's own bin (offline, no npm inside the box). */
 export function resolveTypecheckArgv(argv: string[], box: string): string[] {
