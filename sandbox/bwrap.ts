@@ -60,6 +60,8 @@ export interface BwrapPlan {
   /** Read-only binds (deduplicated, absolute). */
   readOnly: string[];
   box: string;
+  /** Files inside the box bound read-only over themselves (judged tests, the harness entry). */
+  protect: string[];
   cwd: string;
   env: Record<string, string>;
   limits: Limits;
@@ -102,6 +104,8 @@ export function bwrapArgv(plan: BwrapPlan): string[] {
   a.push('--tmpfs', '/tmp');
   for (const p of plan.readOnly) a.push('--ro-bind', p, p);
   a.push('--bind', plan.box, plan.box);
+  // Read-only over themselves: the run cannot write them, rename over them or remove them (EBUSY).
+  for (const p of plan.protect) a.push('--ro-bind', p, p);
   // The sandbox's root is a tmpfs bwrap made: make it read-only so nothing can fill memory through it.
   a.push('--remount-ro', '/', '--chdir', plan.cwd, '--clearenv');
   for (const [k, v] of Object.entries(plan.env).sort(([x], [y]) => (x < y ? -1 : 1)))
@@ -205,6 +209,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
           system,
           readOnly: dedupePaths(spec.readOnlyPaths.filter((p) => p !== spec.box)),
           box: spec.box,
+          protect: spec.protectedPaths ?? [],
           cwd: spec.cwd,
           env: spec.env,
           limits: spec.limits,

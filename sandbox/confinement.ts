@@ -13,6 +13,8 @@ export interface RunSpec {
   box: string;
   /** Extra directories the run may read (the workspace, node_modules, the toolchain, ...). */
   readOnlyPaths: string[];
+  /** Files inside the box the run may read but never write, replace or remove (judged tests, harness). */
+  protectedPaths?: string[];
   /** The complete environment of the command: nothing else is inherited. */
   env: Record<string, string>;
   /** Resource limits. */

@@ -42,7 +42,7 @@ export const SEATBELT_SYSTEM_READS = [
  * line. Deny by default; no network rule at all (so every socket is denied); writes only in the box
  * and the standard /dev nodes.
  */
-export function seatbeltProfile(readCount: number): string {
+export function seatbeltProfile(readCount: number, protectCount = 0): string {
   const reads = Array.from({ length: readCount }, (_, i) => `  (subpath (param "READ_${i}"))`);
   return [
     '(version 1)',
@@ -68,6 +68,14 @@ export function seatbeltProfile(readCount: number): string {
     '  (subpath (param "BOX"))',
     '  (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty") (regex #"^/dev/fd/")',
     ')',
+    // Later rules take precedence: the judged test files and the harness stay read-only in the box.
+    ...(protectCount > 0
+      ? [
+          '(deny file-write*',
+          ...Array.from({ length: protectCount }, (_, i) => `  (literal (param "PROTECT_${i}"))`),
+          ')',
+        ]
+      : []),
     '',
   ].join('\n');
 }
@@ -76,6 +84,8 @@ export function seatbeltProfile(readCount: number): string {
 export interface SeatbeltPlan {
   box: string;
   readOnly: string[];
+  /** Files inside the box that stay read-only (judged tests, the harness entry). */
+  protect?: string[];
   /** The package cache (`~/.npm`); never a credential file such as `~/.npmrc`. */
   npmCache: string;
   limits: Limits;
@@ -90,10 +100,12 @@ export function seatbeltArgv(plan: SeatbeltPlan): string[] {
   const l = plan.limits;
   const params = ['-D', `BOX=${plan.box}`, '-D', `NPM_CACHE=${plan.npmCache}`];
   for (const [i, p] of plan.readOnly.entries()) params.push('-D', `READ_${i}=${p}`);
+  const protect = plan.protect ?? [];
+  for (const [i, p] of protect.entries()) params.push('-D', `PROTECT_${i}=${p}`);
   return [
     SANDBOX_EXEC,
     '-p',
-    seatbeltProfile(plan.readOnly.length),
+    seatbeltProfile(plan.readOnly.length, protect.length),
     ...params,
     '/bin/sh',
     '-c',
@@ -153,6 +165,7 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
           argv: seatbeltArgv({
             box: spec.box,
             readOnly: spec.readOnlyPaths,
+            protect: spec.protectedPaths ?? [],
             npmCache,
             limits: spec.limits,
             argv: spec.argv,

@@ -18,6 +18,7 @@ describe('bwrap argv', () => {
     ],
     readOnly: ['/ws/node_modules', '/opt/node'],
     box: '/tmp/vtnode-boxes/box-1',
+    protect: ['/tmp/vtnode-boxes/box-1/x.test.js', '/tmp/vtnode-boxes/box-1/.vtnode/integrity.mjs'],
     cwd: '/tmp/vtnode-boxes/box-1',
     env: { PATH: '/usr/bin:/bin', HOME: '/tmp/vtnode-boxes/box-1/.home' },
     limits,
@@ -47,6 +48,16 @@ describe('bwrap argv', () => {
     expect(a.slice(-3)).toEqual(plan.argv);
   });
 
+  it('binds the protected box files read-only over the box, after it', () => {
+    const a = bwrapArgv(plan);
+    const box = a.indexOf(plan.box);
+    for (const p of plan.protect) {
+      const i = a.indexOf(p);
+      expect(a.slice(i - 1, i + 2)).toEqual(['--ro-bind', p, p]);
+      expect(i).toBeGreaterThan(box);
+    }
+  });
+
   it('leaves out what an old bubblewrap lacks', () => {
     const a = bwrapArgv({ ...plan, features: bwrapFeatures('bubblewrap 0.6.1') });
     expect(a).not.toContain('--disable-userns');
@@ -67,6 +78,21 @@ describe('Seatbelt profile', () => {
     expect(profile).toContain('(deny default)');
     expect(profile).not.toMatch(/network/);
     expect(profile).not.toMatch(/npmrc/);
+  });
+
+  it('denies writes to the protected box files after allowing the box', () => {
+    const profile = seatbeltProfile(1, 2);
+    expect(profile.indexOf('(deny file-write*')).toBeGreaterThan(profile.indexOf('(allow file-write*'));
+    expect(profile).toContain('(literal (param "PROTECT_1"))');
+    const argv = seatbeltArgv({
+      box: '/b',
+      readOnly: [],
+      protect: ['/b/x.test.js'],
+      npmCache: '/n',
+      limits,
+      argv: ['node'],
+    });
+    expect(argv).toContain('PROTECT_0=/b/x.test.js');
   });
 
   it('passes paths as -D parameters', () => {

@@ -1,0 +1,188 @@
+// Hardens the JavaScript intrinsics a test runner and its matchers rely on, inside a judged test process,
+// before any workspace module (and so the candidate) loads. Plain JavaScript: it runs under the
+// workspace's own Node and runner, wherever vtnode is installed.
+//
+// Hand-written rather than SES `lockdown()`: lockdown also tames Date, Math.random, Error stacks and
+// removes non-standard properties, which breaks the runners and the tests it must leave untouched (fake
+// timers replace globalThis.Date, tests spy on Math.random and console). This module freezes only what a
+// verdict depends on: the properties of Object, Function, Array, Reflect, JSON, Promise, the collections,
+// the primitives' wrappers, RegExp, Error and the iterator/generator prototypes, and the global bindings
+// of those constructors. New properties may still be added (should.js and chai.should() extend
+// Object.prototype); existing ones can no longer be replaced or redefined.
+//
+// The "override mistake": a frozen `Error.prototype.name` would make `this.name = 'X'` in a custom error
+// class throw, and a frozen `Date.now` would make `ClockDate.now = ...` throw in a subclass (fake timers
+// do exactly that). Function-valued properties, and well-known names of prototypes, therefore become
+// non-configurable accessors whose setter refuses writes to the frozen object itself but defines an own
+// property on any other receiver (the instance, the subclass), as a writable data property would.
+
+const ROOT_NAMES = [
+  'Object',
+  'Function',
+  'Array',
+  'Reflect',
+  'JSON',
+  'Promise',
+  'Map',
+  'Set',
+  'WeakMap',
+  'WeakSet',
+  'WeakRef',
+  'String',
+  'Number',
+  'Boolean',
+  'Symbol',
+  'BigInt',
+  'RegExp',
+  'Error',
+  'TypeError',
+  'RangeError',
+  'SyntaxError',
+  'ReferenceError',
+  'EvalError',
+  'URIError',
+  'AggregateError',
+  'ArrayBuffer',
+  'DataView',
+  'Proxy',
+  'Iterator',
+];
+
+/** Data properties that tools legitimately assign: left writable (but made non-configurable). */
+const WRITABLE = { Error: ['stackTraceLimit', 'prepareStackTrace'] };
+
+/** Inherited names instances commonly assign themselves (`this.name = ...`, `obj.toString = ...`). */
+const OVERRIDABLE = new Set([
+  'constructor',
+  'name',
+  'message',
+  'toString',
+  'toLocaleString',
+  'valueOf',
+  'toJSON',
+  'then',
+  'catch',
+  'finally',
+]);
+
+const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const defineProperty = Object.defineProperty;
+const ownKeys = Reflect.ownKeys;
+const getPrototypeOf = Object.getPrototypeOf;
+
+/** Pristine references the harness uses after the candidate loaded. */
+export const pristine = Object.freeze({
+  is: Object.is,
+  keys: Object.keys,
+  getPrototypeOf,
+  getOwnPropertyDescriptor,
+  defineProperty,
+  ownKeys,
+  stringify: JSON.stringify,
+  fnToString: Function.prototype.toString,
+  call: Function.prototype.call,
+  apply: Reflect.apply,
+  errorCtor: Error,
+});
+
+const STATE = Symbol.for('vtnode.integrity.hardened');
+
+function isObject(v) {
+  return (typeof v === 'object' && v !== null) || typeof v === 'function';
+}
+
+/** Replaces a data property of a prototype with an override-safe accessor. */
+function accessorFor(owner, key, d, label) {
+  const value = d.value;
+  defineProperty(owner, key, {
+    get() {
+      return value;
+    },
+    set(next) {
+      if (this === owner) throw new TypeError(`vtnode: ${label}.${String(key)} is frozen for the judged run`);
+      defineProperty(this, key, { value: next, writable: true, enumerable: true, configurable: true });
+    },
+    enumerable: d.enumerable,
+    configurable: false,
+  });
+}
+
+function freezeProperty(owner, key, d, label, isPrototype, keepWritable) {
+  if ('value' in d) {
+    if (!d.configurable && !d.writable) return d.value;
+    if (keepWritable) {
+      if (d.configurable) defineProperty(owner, key, { configurable: false });
+      return d.value;
+    }
+    const tame = typeof d.value === 'function' || (isPrototype && OVERRIDABLE.has(key));
+    if (tame && d.configurable) accessorFor(owner, key, d, label);
+    else if (d.configurable) defineProperty(owner, key, { writable: false, configurable: false });
+    else defineProperty(owner, key, { writable: false });
+    return d.value;
+  }
+  if (d.configurable) defineProperty(owner, key, { configurable: false });
+  return null;
+}
+
+/** Freezes the existing properties of `obj` and, recursively, of what they hold. Returns the count. */
+function hardenTree(obj, label, seen, writable) {
+  if (!isObject(obj) || seen.has(obj)) return 0;
+  seen.add(obj);
+  const isPrototype = /(?:^|\.)prototype$|\[\[Prototype\]\]$/.test(label);
+  const keep = writable[label] ?? [];
+  let n = 0;
+  for (const key of ownKeys(obj)) {
+    const d = getOwnPropertyDescriptor(obj, key);
+    if (!d) continue;
+    const child = freezeProperty(obj, key, d, label, isPrototype, keep.includes(key));
+    n++;
+    if (child !== null) n += hardenTree(child, `${label}.${String(key)}`, seen, writable);
+    else {
+      n += hardenTree(d.get, label, seen, writable);
+      n += hardenTree(d.set, label, seen, writable);
+    }
+  }
+  n += hardenTree(getPrototypeOf(obj), `${label}.[[Prototype]]`, seen, writable);
+  return n;
+}
+
+/** Hidden intrinsics reachable only through instances. */
+function hiddenIntrinsics() {
+  return {
+    TypedArray: getPrototypeOf(Uint8Array),
+    'Date.prototype': Date.prototype,
+    ArrayIteratorPrototype: getPrototypeOf([][Symbol.iterator]()),
+    MapIteratorPrototype: getPrototypeOf(new Map()[Symbol.iterator]()),
+    SetIteratorPrototype: getPrototypeOf(new Set()[Symbol.iterator]()),
+    StringIteratorPrototype: getPrototypeOf(''[Symbol.iterator]()),
+    RegExpStringIteratorPrototype: getPrototypeOf(/a/g[Symbol.matchAll]('a')),
+    GeneratorFunction: getPrototypeOf(function* () {}),
+    AsyncFunction: getPrototypeOf(async () => {}),
+    AsyncGeneratorFunction: getPrototypeOf(async function* () {}),
+  };
+}
+
+/**
+ * Hardens the intrinsics once per realm (later calls are no-ops) and returns how many properties were
+ * frozen. The global bindings of the hardened constructors become read-only too.
+ */
+export function hardenIntrinsics() {
+  if (globalThis[STATE]) return 0;
+  const seen = new WeakSet();
+  let n = 0;
+  for (const name of ROOT_NAMES) {
+    const value = globalThis[name];
+    if (value === undefined) continue;
+    n += hardenTree(value, name, seen, WRITABLE);
+    const g = getOwnPropertyDescriptor(globalThis, name);
+    if (g?.configurable) defineProperty(globalThis, name, { writable: false, configurable: false });
+  }
+  for (const [label, value] of Object.entries(hiddenIntrinsics())) n += hardenTree(value, label, seen, {});
+  defineProperty(globalThis, STATE, { value: true, enumerable: false, writable: false, configurable: false });
+  return n;
+}
+
+/** Freezes the properties of a module's exports (node:assert, node:test): they cannot be replaced. */
+export function freezeExports(moduleObject, label) {
+  return hardenTree(moduleObject, label, new WeakSet(), {});
+}

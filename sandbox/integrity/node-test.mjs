@@ -1,0 +1,47 @@
+// node:test's integrity harness: imported (or required) first by every judged test file. node:test,
+// node:assert and node:assert/strict are builtins, so the harness reaches the very modules the test file
+// uses. Each test file runs in its own process, so this module's state is one file's.
+import assert from 'node:assert';
+import strict from 'node:assert/strict';
+import * as nodeTest from 'node:test';
+import { freezeExports, hardenIntrinsics } from './harden.mjs';
+import { mustFail, mustPass, mutationState, reportSentinel, SENTINEL_NAME } from './record.mjs';
+
+hardenIntrinsics();
+freezeExports(assert, 'node:assert');
+freezeExports(strict, 'node:assert/strict');
+freezeExports(nodeTest.default ?? nodeTest.test, 'node:test');
+
+async function canaries() {
+  return {
+    strictEqual: await mustFail(() => strict.strictEqual(1, 2)),
+    equal: await mustFail(() => assert.equal(1, 2)),
+    notStrictEqual: await mustFail(() => strict.notStrictEqual(1, 1)),
+    deepStrictEqual: await mustFail(() => strict.deepStrictEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 3 }] })),
+    deepEqual: await mustFail(() => assert.deepEqual(new Map([[1, 2]]), new Map([[1, 3]]))),
+    deepEqualDate: await mustFail(() => strict.deepStrictEqual(new Date(0), new Date(1))),
+    ok: await mustFail(() => strict.ok(0)),
+    throws: await mustFail(() => strict.throws(() => 1)),
+    rejects: await mustFail(() => strict.rejects(Promise.resolve(1))),
+    match: await mustFail(() => strict.match('abc', /z/)),
+    fail: await mustFail(() => strict.fail('canary')),
+    equalPasses: await mustPass(() => strict.deepStrictEqual({ a: [1] }, { a: [1] })),
+  };
+}
+
+/** Appended at the end of every judged test file: a test that must fail, carrying the harness state. */
+export function sentinel() {
+  nodeTest.test(SENTINEL_NAME, async () => {
+    reportSentinel({
+      v: 1,
+      runner: 'node:test',
+      canaries: await canaries(),
+      importChanges: [],
+      runChanges: [],
+      testers: 0,
+      testersAfter: 0,
+      violations: [],
+      mutation: mutationState(),
+    });
+  });
+}

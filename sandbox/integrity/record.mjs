@@ -1,0 +1,144 @@
+// What every runner's integrity harness shares: attributing a write to the code that made it, recording
+// violations, watching properties of the runner's task objects, and the sentinel's one-line message.
+import { pristine } from './harden.mjs';
+
+/** Prefix of the sentinel's failure message; the scorer reads the JSON that follows it. */
+export const SENTINEL_PREFIX = 'vtnode-sentinel:';
+/** Name of the sentinel test appended to every judged test file. */
+export const SENTINEL_NAME = 'vtnode:sentinel';
+const MAX_VIOLATIONS = 20;
+const HARNESS_DIR = new URL('.', import.meta.url).pathname;
+
+function callSites() {
+  const prepare = Error.prepareStackTrace;
+  const limit = Error.stackTraceLimit;
+  // Both are writable (tools assign them) but not configurable: the harness can set them back for the
+  // duration of one capture, whatever the candidate assigned.
+  Error.prepareStackTrace = (_e, sites) => sites;
+  Error.stackTraceLimit = 40;
+  try {
+    const holder = {};
+    Error.captureStackTrace(holder, callSites);
+    return holder.stack;
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
+function fileOf(site) {
+  const name = site.getFileName?.() ?? null;
+  if (!name) return null;
+  return name.startsWith('file://') ? decodeURIComponent(new URL(name).pathname) : name;
+}
+
+/**
+ * Creates the recorder of one test file's run. `box` is the box's path: code that lives in it (the
+ * candidate, the tests, workspace modules) must never write the runner's task state; the runner and the
+ * workspace's dependencies (outside the box, read-only) may.
+ */
+export function createRecorder({ box }) {
+  const violations = [];
+  const boxDir = box.endsWith('/') ? box : `${box}/`;
+
+  /** The first frame that is neither the harness nor native code: who is writing. */
+  function writer() {
+    const sites = callSites();
+    if (!Array.isArray(sites)) return { file: '<unknown>', trusted: false };
+    for (const site of sites) {
+      const file = fileOf(site);
+      if (file === null) continue;
+      if (file.startsWith(HARNESS_DIR)) continue;
+      const line = site.getLineNumber?.() ?? 0;
+      const trusted = !file.startsWith(boxDir) && !file.startsWith('node:') && file.startsWith('/');
+      return { file: `${file}:${line}`, trusted };
+    }
+    return { file: '<unknown>', trusted: false };
+  }
+
+  function violation(what) {
+    if (violations.length < MAX_VIOLATIONS) violations.push(what);
+  }
+
+  /**
+   * Guards `keys` of `obj`: a write from trusted code goes through; any other write is refused and
+   * recorded. `onSet` sees every accepted value (to watch nested objects).
+   */
+  function watch(obj, keys, label, onSet) {
+    for (const key of keys) {
+      const d = pristine.getOwnPropertyDescriptor(obj, key);
+      if (d && !d.configurable) continue;
+      let value = d ? ('value' in d ? d.value : d.get?.call(obj)) : undefined;
+      if (onSet && value !== undefined) value = onSet(value) ?? value;
+      pristine.defineProperty(obj, key, {
+        get: () => value,
+        set(next) {
+          const w = writer();
+          if (!w.trusted) {
+            violation(`${label}.${String(key)} written by ${w.file}`);
+            return;
+          }
+          value = onSet && next !== undefined ? (onSet(next) ?? next) : next;
+        },
+        enumerable: d ? d.enumerable : true,
+        configurable: false,
+      });
+    }
+  }
+
+  return { violations, watch, violation, writer };
+}
+
+/** Names of `obj`'s own properties whose value (or accessor) differs from `before`, plus new ones. */
+export function changedNames(before, obj) {
+  const out = [];
+  for (const key of pristine.ownKeys(obj)) {
+    const d = pristine.getOwnPropertyDescriptor(obj, key);
+    const b = before.get(key);
+    const same = b && d && b.value === d.value && b.get === d.get && b.set === d.set;
+    if (!same) out.push(String(key));
+  }
+  for (const key of before.keys())
+    if (!pristine.getOwnPropertyDescriptor(obj, key)) out.push(`-${String(key)}`);
+  return out.sort();
+}
+
+/** The own property descriptors of `obj`, for changedNames. */
+export function snapshot(obj) {
+  const m = new Map();
+  for (const key of pristine.ownKeys(obj)) m.set(key, pristine.getOwnPropertyDescriptor(obj, key));
+  return m;
+}
+
+/** Runs `fn`; a canary must throw. Returns 'ok' when it did, 'passed' when it did not. */
+export async function mustFail(fn) {
+  try {
+    await fn();
+    return 'passed';
+  } catch {
+    return 'ok';
+  }
+}
+
+/** Runs `fn`; it must not throw. */
+export async function mustPass(fn) {
+  try {
+    await fn();
+    return 'ok';
+  } catch (err) {
+    return `threw: ${String(err?.message ?? err).slice(0, 120)}`;
+  }
+}
+
+/** The mutation/coverage state an instrumented target left on globalThis, if any. */
+export function mutationState() {
+  const m = globalThis.__vtnode_mutation;
+  if (!m || typeof m !== 'object') return null;
+  return { active: m.active ?? null, hits: m.hits ?? 0, limitHit: m.limitHit === true, cov: m.cov ?? null };
+}
+
+/** Throws the sentinel's failure: one line, the prefix then the state as JSON. */
+export function reportSentinel(state) {
+  const text = pristine.stringify(state);
+  throw new pristine.errorCtor(`${SENTINEL_PREFIX}${text}`);
+}

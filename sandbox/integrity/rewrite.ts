@@ -1,0 +1,104 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import type { TestRunner } from '../../protocol/task.ts';
+
+/** Folder of the harness modules (read-only inside the sandbox). */
+export const HARNESS_DIR = dirname(fileURLToPath(import.meta.url));
+/** Box-relative path of the entry module the judged test files import first (runners that need one). */
+export const ENTRY_PATH = '.vtnode/integrity.mjs';
+
+/** How the judged test files of one box load the harness. */
+export interface HarnessSetup {
+  /** Absolute specifier every judged test file imports first and calls `sentinel()` of at its end. */
+  specifier: string;
+  /** A module to write into the box (and protect) before the run, when the runner needs one. */
+  entry: { path: string; text: string } | null;
+}
+
+/**
+ * The harness of a runner for a box. vitest's harness must use the workspace's own `vitest` module (the
+ * instance the test file registers its tests with), so a small entry module in the box imports both;
+ * node:test's is a builtin, so the harness module is imported directly.
+ */
+export function harnessSetup(runner: TestRunner, box: string): HarnessSetup {
+  switch (runner) {
+    case 'vitest': {
+      const harness = join(HARNESS_DIR, 'vitest.mjs');
+      const text = [
+        '// Written by vtnode: the integrity harness of this judged run (see sandbox/integrity/).',
+        "import * as vitest from 'vitest';",
+        `import { installVitest } from ${JSON.stringify(harness)};`,
+        `const harness = installVitest(vitest, { box: ${JSON.stringify(box)} });`,
+        'export const sentinel = harness.sentinel;',
+        '',
+      ].join('\n');
+      return { specifier: join(box, ENTRY_PATH), entry: { path: ENTRY_PATH, text } };
+    }
+    case 'node:test':
+      return { specifier: join(HARNESS_DIR, 'node-test.mjs'), entry: null };
+    case 'jest':
+    case 'mocha':
+      throw new Error(`no integrity harness for ${runner} yet`);
+  }
+}
+
+function scriptKind(fileName: string): ts.ScriptKind {
+  if (/\.[cm]?tsx?$/.test(fileName)) return fileName.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
+  return fileName.endsWith('x') ? ts.ScriptKind.JSX : ts.ScriptKind.JS;
+}
+
+function parse(text: string, fileName: string): ts.SourceFile {
+  return ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, scriptKind(fileName));
+}
+
+/** True when the file is written as an ES module (import/export syntax or import.meta). */
+export function usesEsmSyntax(text: string, fileName: string): boolean {
+  if (/\.mjs$|\.mts$/.test(fileName)) return true;
+  if (/\.cjs$|\.cts$/.test(fileName)) return false;
+  const sf = parse(text, fileName);
+  const esm = sf.statements.some(
+    (s) =>
+      ts.isImportDeclaration(s) ||
+      ts.isExportDeclaration(s) ||
+      ts.isExportAssignment(s) ||
+      (ts.canHaveModifiers(s) && ts.getModifiers(s)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)),
+  );
+  return esm || /\bimport\.meta\b/.test(text);
+}
+
+/** Offset where the prelude goes: after a shebang, leading comments (docblocks) and directives. */
+export function preludeOffset(text: string, fileName: string): number {
+  const sf = parse(text, fileName);
+  let i = 0;
+  while (i < sf.statements.length) {
+    const s = sf.statements[i]!;
+    if (!(ts.isExpressionStatement(s) && ts.isStringLiteral(s.expression))) break;
+    i++;
+  }
+  if (i > 0) return sf.statements[i - 1]!.getEnd();
+  const first = sf.statements[0];
+  return first ? first.getStart(sf) : text.length;
+}
+
+/** True when the prelude lands right after a directive prologue (it then needs a leading `;`). */
+function afterDirective(text: string, fileName: string): boolean {
+  const first = parse(text, fileName).statements[0];
+  return first !== undefined && ts.isExpressionStatement(first) && ts.isStringLiteral(first.expression);
+}
+
+/**
+ * The judged test file as it runs in the box: the harness imported before anything else (on the line of
+ * the first statement, so line numbers stay), and the sentinel registered after everything else.
+ */
+export function instrumentTestFile(text: string, fileName: string, specifier: string): string {
+  const esm = usesEsmSyntax(text, fileName);
+  const spec = JSON.stringify(specifier);
+  const at = preludeOffset(text, fileName);
+  const lead = afterDirective(text, fileName) ? ';' : '';
+  const prelude = `${lead}${esm ? `import ${spec}; ` : `require(${spec}); `}`;
+  const tail = esm
+    ? `\n;import { sentinel as __vtnodeSentinel } from ${spec};\n__vtnodeSentinel();\n`
+    : `\n;require(${spec}).sentinel();\n`;
+  return `${text.slice(0, at)}${prelude}${text.slice(at)}${tail}`;
+}
