@@ -58,7 +58,7 @@ async function round(scorer: Scorer, tasks: Task[], jobs: number, into: Sample):
           candidate: `${references.get(t.id)!}\n// candidate ${into.durations.length}\n`,
         });
         into.durations.push((performance.now() - t0) / 1000);
-        into.rewards += r.reward;
+        into.rewards += r.reward ?? 0;
       }
     }),
   );

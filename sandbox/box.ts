@@ -20,6 +20,8 @@ export interface Box {
   linked: string[];
   /** Removes the box, whatever happened inside (never follows symlinks out of it). */
   dispose(): Promise<void>;
+  /** Writes files over the box (box-relative path → content), like the creation overlay. */
+  write(overlay: Record<string, string>): Promise<void>;
 }
 
 export interface CreateBoxOptions {
@@ -45,6 +47,19 @@ export function insideBox(root: string, rel: string): string {
   if (back === '' || back.startsWith('..') || back.startsWith(sep) || rel.startsWith('/'))
     throw new Error(`path ${rel} leaves the box`);
   return full;
+}
+
+/** Writes files over a box, never through a symlinked parent or target planted in the workspace. */
+async function writeOverlay(dir: string, overlay: Record<string, string>): Promise<void> {
+  for (const [rel, content] of Object.entries(overlay)) {
+    const target = insideBox(dir, rel);
+    const parent = dirname(target);
+    await mkdir(parent, { recursive: true });
+    if ((await realpath(parent)) !== parent) throw new Error(`target ${rel}: a parent folder is a symlink`);
+    const st = await lstat(target).catch(() => null);
+    if (st) await unlink(target);
+    await writeFile(target, content, { flag: 'wx', mode: 0o644 });
+  }
 }
 
 /**
@@ -79,20 +94,11 @@ export async function createBox(options: CreateBoxOptions): Promise<Box> {
       }
       linked.push(real);
     }
-    for (const [rel, content] of Object.entries(options.overlay ?? {})) {
-      const target = insideBox(dir, rel);
-      // Refuse to write through a symlinked parent or target planted in the workspace.
-      const parent = dirname(target);
-      await mkdir(parent, { recursive: true });
-      if ((await realpath(parent)) !== parent) throw new Error(`target ${rel}: a parent folder is a symlink`);
-      const st = await lstat(target).catch(() => null);
-      if (st) await unlink(target);
-      await writeFile(target, content, { flag: 'wx', mode: 0o644 });
-    }
+    await writeOverlay(dir, options.overlay ?? {});
     await mkdir(join(dir, '.home'), { mode: 0o700 });
     await mkdir(join(dir, '.tmp'), { mode: 0o700 });
     await chmod(dir, 0o755);
-    return { dir, linked, dispose };
+    return { dir, linked, dispose, write: (overlay) => writeOverlay(dir, overlay) };
   } catch (err) {
     await dispose();
     throw err;

@@ -47,6 +47,10 @@ export interface RunResult {
   aborted: boolean;
   /** True when the output cap killed the run. */
   outputCapped: boolean;
+  /** True when the run used up its CPU budget (the candidate's doing: a hard 0). */
+  cpuExceeded?: boolean;
+  /** A whole-run limit the run hit (memory, disk, inodes, processes), when detectable. */
+  limitExceeded?: 'memory' | 'disk' | 'inodes' | 'processes' | null;
   /** Captured stdout (at most the output cap), UTF-8. */
   stdout: string;
   /** Captured stderr (at most the output cap), UTF-8. */

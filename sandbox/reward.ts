@@ -4,9 +4,10 @@ export interface RewardInput {
   kind: 'file' | 'tests';
   /** The model stopped at its length limit: the candidate is incomplete. */
   truncated: boolean;
-  /** The test run hit its wall-clock limit. */
-  timedOut: boolean;
-  /** Why the run itself is void (output cap, abort, survivors, missing or malformed report), if it is. */
+  /**
+   * Why the run itself is void by the candidate's doing (CPU budget, memory, output cap, survivors,
+   * missing or malformed report), if it is. Infrastructure failures never reach the reward.
+   */
   runFailures: string[];
   /** Disagreements of the verdict with the exit code or with the reference's inventory. */
   verdictReasons: string[];
@@ -17,7 +18,7 @@ export interface RewardInput {
   /** Strict type-check in a fresh box: run only when the candidate could earn a positive reward. */
   typecheck: 'passed' | 'failed' | 'not-configured' | 'not-run';
   /** Tamper patterns the candidate adds over the original. */
-  tamper: { name: string; added: number }[];
+  tamper: { name: string; added: number; examples?: string[] }[];
   /** Convention lints the candidate adds over the original. */
   lints: { name: string; added: number }[];
   /** `tests` tasks: counted cases with the target emptied. */
@@ -55,10 +56,10 @@ export function computeReward(input: RewardInput): RewardResult {
   const passRate = counted === 0 ? 0 : input.passed / counted;
   const zero: string[] = [];
   if (input.truncated) zero.push('the generation was truncated');
-  if (input.timedOut) zero.push('the test run timed out');
   zero.push(...input.runFailures);
   zero.push(...input.verdictReasons);
-  for (const t of input.tamper) zero.push(`tamper pattern added: ${t.name} (×${t.added})`);
+  for (const t of input.tamper)
+    zero.push(`tamper pattern added: ${t.name} (×${t.added})${t.examples?.length ? `: ${t.examples.join(' | ')}` : ''}`);
   if (counted === 0) zero.push('no test ran');
   else if (input.passed === 0) zero.push('every test failed');
   if (input.kind === 'tests') {

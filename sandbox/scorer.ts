@@ -1,26 +1,19 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, realpath } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { sha256Hex } from '../protocol/canonical.ts';
 import type { Task } from '../protocol/task.ts';
-import { type Box, createBox, insideBox, sweepStaleBoxes } from './box.ts';
+import { createBox, insideBox, sweepStaleBoxes } from './box.ts';
 import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint } from './fingerprint.ts';
+import { sentinelProblems } from './integrity/sentinel.ts';
+import { createJudgeRunner, type JudgeRun } from './judge-run.ts';
 import { judgeFor } from './judges/index.ts';
-import type { Judge } from './judges/judge.ts';
-import { readReport } from './judges/read-report.ts';
-import {
-  countCases,
-  exitCodeDisagreement,
-  inventoryDifferences,
-  type TestCase,
-  type Verdict,
-  VerdictError,
-} from './judges/verdict.ts';
+import { countCases, inventoryDifferences, type TestCase } from './judges/verdict.ts';
 import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
-import { addedPatterns, LINTS, TAMPER } from './lints.ts';
-import { computeReward, DEFAULT_LINT_FACTOR } from './reward.ts';
+import { addedPatterns, LINTS } from './lints.ts';
+import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
+import { addedTamper } from './tamper.ts';
 
 export interface ScorerOptions {
   /** The confinement backend every run goes through. */
@@ -35,6 +28,8 @@ export interface ScorerOptions {
   packageCache?: string | null;
   /** Content id of a workspace (node/workspace/content-id.ts); called once per workspace and cached. */
   workspaceId: (dir: string) => Promise<string>;
+  /** How often a run that failed for infrastructure reasons is tried again before giving up (default 1). */
+  infraRetries?: number;
 }
 
 export interface ScoreRequest {
@@ -53,6 +48,8 @@ export interface RunSummary {
   exitCode: number | null;
   signal: string | null;
   timedOut: boolean;
+  cpuExceeded: boolean;
+  limitExceeded: string | null;
   outputCapped: boolean;
   survivors: number;
   usage: RunResult['usage'];
@@ -60,7 +57,17 @@ export interface RunSummary {
 
 export interface ScoreResult {
   taskId: string;
-  reward: number;
+  /**
+   * `scored`: the reward is the candidate's. `error`: scoring failed for infrastructure reasons (a box
+   * that could not be set up, a run or type-check stopped by its wall-clock limit on a loaded machine, a
+   * reference that could not run); `reward` is null and the sample must be retried or stored unscored —
+   * never as a 0.
+   */
+  status: 'scored' | 'error';
+  /** Why scoring failed (status `error`), else null. */
+  error: string | null;
+  /** In [0, 1]; null when status is `error`. */
+  reward: number | null;
   passRate: number;
   passed: number;
   failed: number;
@@ -68,11 +75,11 @@ export interface ScoreResult {
   todo: number;
   /** Why the reward is what it is. */
   reasons: string[];
-  /** Per-test results of the candidate run. */
+  /** Per-test results of the candidate run (the integrity sentinels left out). */
   tests: TestCase[];
   lints: { name: string; added: number }[];
-  tamper: { name: string; added: number }[];
-  typecheck: 'passed' | 'failed' | 'not-configured' | 'not-run';
+  tamper: { name: string; added: number; examples: string[] }[];
+  typecheck: 'passed' | 'failed' | 'timeout' | 'not-configured' | 'not-run';
   /** Type-check output and the runner's stderr tail, for repair prompts. */
   diagnostics: string;
   /** Warnings that do not change the reward (workspace id differs from the task's, ...). */
@@ -93,18 +100,15 @@ export interface Scorer {
   fingerprint(task: Task, workspaceDir: string): Promise<string>;
 }
 
-interface JudgeRun {
-  run: RunResult;
-  verdict: Verdict | null;
-  failure: string | null;
-}
-
+/** What scoring a task needs from its reference: computed once per task and workspace. */
 interface Reference {
   content: string;
-  cases: TestCase[];
-  baselineCases: number | undefined;
   fingerprint: string;
   run: JudgeRun;
+  /** `tests` tasks: counted cases with the target emptied. */
+  baselineCases: number | undefined;
+  /** Why the reference cannot judge candidates (the task is broken): every score is 0 with these. */
+  problems: string[];
 }
 
 const TAIL = 4000;
@@ -115,6 +119,8 @@ function summary(r: RunResult): RunSummary {
     exitCode: r.exitCode,
     signal: r.signal,
     timedOut: r.timedOut,
+    cpuExceeded: r.cpuExceeded ?? false,
+    limitExceeded: r.limitExceeded ?? null,
     outputCapped: r.outputCapped,
     survivors: r.survivors,
     usage: r.usage,
@@ -134,6 +140,34 @@ export function resolveTypecheckArgv(argv: string[], box: string): string[] {
   return rest;
 }
 
+/** Counted (passed or failed) cases of a file. */
+const countedIn = (cases: TestCase[], file: string) =>
+  cases.filter((c) => c.file === file && (c.status === 'passed' || c.status === 'failed')).length;
+
+/** Why a reference run cannot serve as the answer key, besides an infrastructure failure. */
+function referenceProblems(task: Task, content: string, run: JudgeRun): string[] {
+  const out: string[] = [];
+  if (`sha256:${sha256Hex(content)}` !== task.referenceHash)
+    out.push(`the workspace's ${task.target} is not the task's reference (hash differs)`);
+  if (!run.verdict) out.push(`the reference run gave no verdict: ${run.failure ?? 'unknown'}`);
+  if (run.exitDisagreement) out.push(`the reference run: ${run.exitDisagreement}`);
+  for (const [file, reading] of run.sentinels)
+    for (const p of sentinelProblems(file, reading, undefined)) out.push(`the reference run: ${p}`);
+  return out;
+}
+
+/** Reasons the candidate's verdict cannot be believed, judged against the reference run. */
+function verdictReasons(task: Task, ref: Reference, cand: JudgeRun): string[] {
+  const out = [...ref.problems];
+  if (!cand.verdict) return out;
+  if (cand.exitDisagreement) out.push(cand.exitDisagreement);
+  for (const [file, reading] of cand.sentinels)
+    out.push(...sentinelProblems(file, reading, ref.run.sentinels.get(file)));
+  const refCases = ref.run.verdict?.cases ?? [];
+  out.push(...inventoryDifferences(refCases, cand.verdict.cases, task.kind === 'tests' ? [task.target] : []));
+  return out;
+}
+
 /**
  * Creates a scorer over a confinement backend. The caller decides the backend (see backend.ts) and
  * should have run its self-test (createCheckedScorer does both).
@@ -142,13 +176,18 @@ export function createScorer(options: ScorerOptions): Scorer {
   const { confinement } = options;
   const lintFactor = options.lintFactor ?? DEFAULT_LINT_FACTOR;
   const baseLimits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const node = process.execPath;
-  const toolchainDir = dirname(dirname(node));
+  const infraRetries = options.infraRetries ?? 1;
   const isRoot = process.getuid?.() === 0;
   const packageCache =
     options.packageCache === undefined ? (isRoot ? null : join(homedir(), '.npm')) : options.packageCache;
+  const judges = createJudgeRunner({
+    confinement,
+    baseLimits,
+    packageCache,
+    ...(options.boxesDir ? { boxesDir: options.boxesDir } : {}),
+  });
   const workspaceIds = new Map<string, Promise<string>>();
-  const references = new Map<string, Promise<Reference>>();
+  const references = new Map<string, Promise<Reference | { infra: string }>>();
 
   function workspaceId(dir: string): Promise<string> {
     let id = workspaceIds.get(dir);
@@ -183,82 +222,60 @@ export function createScorer(options: ScorerOptions): Scorer {
     });
   }
 
-  async function readOnlyFor(box: Box, judge: Judge | null): Promise<string[]> {
-    const paths = [...box.linked, toolchainDir, ...(judge?.readOnlyPaths() ?? [])];
-    if (packageCache) {
-      const real = await realpath(packageCache).catch(() => null);
-      if (real) paths.push(real);
-    }
-    return paths;
-  }
-
-  function envFor(box: string): Record<string, string> {
-    return {
-      PATH: `${join(box, 'node_modules', '.bin')}:${dirname(node)}:/usr/bin:/bin`,
-      HOME: join(box, '.home'),
-      TMPDIR: join(box, '.tmp'),
-      LANG: 'C.UTF-8',
-      CI: '1',
-      NO_COLOR: '1',
-      NODE_ENV: 'test',
-    };
-  }
-
-  /** Runs the task's tests in a fresh box with `overlay` written over it, and parses the verdict. */
-  async function runTests(
+  /** A judged run, tried again when it failed for infrastructure reasons. */
+  async function judged(
     task: Task,
     workspaceDir: string,
     overlay: Record<string, string>,
     signal?: AbortSignal,
   ): Promise<JudgeRun> {
-    const judge = judgeFor(task.judge.runner);
-    const box = await createBox({
-      workspace: workspaceDir,
-      overlay,
-      ...(options.boxesDir ? { boxesDir: options.boxesDir } : {}),
-    });
-    try {
-      const reportDir = join(box.dir, '.vtnode');
-      await mkdir(reportDir, { mode: 0o755 });
-      const reportPath = join(reportDir, `report-${randomBytes(8).toString('hex')}.json`);
-      const argv = await judge.argv({ box: box.dir, node, reportPath }, task.judge.testFiles);
-      const run = await confinement.run({
-        argv,
-        cwd: box.dir,
-        box: box.dir,
-        readOnlyPaths: await readOnlyFor(box, judge),
-        env: envFor(box.dir),
-        limits: limitsFor(task.judge.timeoutMs, baseLimits),
-        ...(signal ? { signal } : {}),
-      });
-      if (run.timedOut) return { run, verdict: null, failure: null };
-      if (run.aborted) return { run, verdict: null, failure: 'the run was aborted' };
-      if (run.outputCapped)
-        return { run, verdict: null, failure: `the run printed more than ${baseLimits.outputBytes} bytes` };
-      if (run.survivors > 0)
-        return { run, verdict: null, failure: `${run.survivors} process(es) outlived the run` };
-      try {
-        const verdict = judge.parse(await readReport(reportPath), box.dir);
-        return { run, verdict, failure: null };
-      } catch (err) {
-        if (err instanceof VerdictError) return { run, verdict: null, failure: err.message };
-        throw err;
-      }
-    } finally {
-      await box.dispose();
-    }
+    let run = await judges.run({ task, workspaceDir, overlay, ...(signal ? { signal } : {}) });
+    for (let i = 0; i < infraRetries && run.infra && !signal?.aborted; i++)
+      run = await judges.run({ task, workspaceDir, overlay, ...(signal ? { signal } : {}) });
+    return run;
   }
 
-  async function runTypecheck(
+  async function computeReference(
     task: Task,
     workspaceDir: string,
-    overlay: Record<string, string>,
     signal?: AbortSignal,
-  ): Promise<RunResult> {
-    // A FRESH box: nothing the tests did can plant a verdict or change what tsc reads.
+  ): Promise<Reference | { infra: string }> {
+    const content = await readFile(insideBox(workspaceDir, task.target), 'utf8').catch((err: Error) => {
+      throw new Error(`task ${task.id}: cannot read the reference ${task.target} (${err.message})`);
+    });
+    const fp = await fingerprintFor(task, workspaceDir);
+    const [run, baseline] = await Promise.all([
+      judged(task, workspaceDir, {}, signal),
+      task.kind === 'tests' ? judged(task, workspaceDir, { [task.target]: '' }, signal) : null,
+    ]);
+    const infra = run.infra ?? baseline?.infra;
+    if (infra) return { infra: `the reference could not be run: ${infra}` };
+    const baselineCases = baseline ? countedIn(baseline.verdict?.cases ?? [], task.target) : undefined;
+    return { content, fingerprint: fp, run, baselineCases, problems: referenceProblems(task, content, run) };
+  }
+
+  function reference(task: Task, workspaceDir: string, signal?: AbortSignal) {
+    const key = `${workspaceDir}\0${task.id}\0${task.referenceHash}`;
+    let ref = references.get(key);
+    if (!ref) {
+      ref = computeReference(task, workspaceDir, signal);
+      references.set(key, ref);
+      // A reference that could not run is not kept: the next score tries again.
+      ref.then(
+        (r) => {
+          if ('infra' in r) references.delete(key);
+        },
+        () => references.delete(key),
+      );
+    }
+    return ref;
+  }
+
+  async function runTypecheck(task: Task, workspaceDir: string, candidate: string, signal?: AbortSignal) {
+    // A FRESH box without the harness: nothing the tests did can plant a verdict or change what tsc reads.
     const box = await createBox({
       workspace: workspaceDir,
-      overlay,
+      overlay: { [task.target]: candidate },
       ...(options.boxesDir ? { boxesDir: options.boxesDir } : {}),
     });
     try {
@@ -266,8 +283,8 @@ export function createScorer(options: ScorerOptions): Scorer {
         argv: resolveTypecheckArgv(task.judge.typecheck!, box.dir),
         cwd: box.dir,
         box: box.dir,
-        readOnlyPaths: await readOnlyFor(box, null),
-        env: envFor(box.dir),
+        readOnlyPaths: await judges.readOnlyFor(box, null),
+        env: judges.envFor(box.dir),
         limits: limitsFor(Math.max(task.judge.timeoutMs, 120_000), baseLimits),
         ...(signal ? { signal } : {}),
       });
@@ -276,37 +293,29 @@ export function createScorer(options: ScorerOptions): Scorer {
     }
   }
 
-  function reference(task: Task, workspaceDir: string, signal?: AbortSignal): Promise<Reference> {
-    const key = `${workspaceDir}\0${task.id}`;
-    let ref = references.get(key);
-    if (!ref) {
-      ref = (async () => {
-        const content = await readFile(insideBox(workspaceDir, task.target), 'utf8').catch((err: Error) => {
-          throw new Error(`task ${task.id}: cannot read the reference ${task.target} (${err.message})`);
-        });
-        const fp = await fingerprintFor(task, workspaceDir);
-        const [run, baseline] = await Promise.all([
-          runTests(task, workspaceDir, {}, signal),
-          task.kind === 'tests' ? runTests(task, workspaceDir, { [task.target]: '' }, signal) : null,
-        ]);
-        const baselineCases =
-          baseline?.verdict != null
-            ? baseline.verdict.cases.filter((c) => c.status === 'passed' || c.status === 'failed').length
-            : baseline
-              ? 0
-              : undefined;
-        return { content, cases: run.verdict?.cases ?? [], baselineCases, fingerprint: fp, run };
-      })();
-      references.set(key, ref);
-      // A reference run without a verdict (killed, timed out, aborted) is not kept: the next score retries.
-      ref.then(
-        (r) => {
-          if (!r.run.verdict) references.delete(key);
-        },
-        () => references.delete(key),
-      );
-    }
-    return ref;
+  function errorResult(task: Task, error: string, warnings: string[], fp: string, run: RunResult | null): ScoreResult {
+    return {
+      taskId: task.id,
+      status: 'error',
+      error,
+      reward: null,
+      passRate: 0,
+      passed: 0,
+      failed: 0,
+      skipped: 0,
+      todo: 0,
+      reasons: [error],
+      tests: [],
+      lints: [],
+      tamper: [],
+      typecheck: 'not-run',
+      diagnostics: run ? tail(run.stderr) : '',
+      warnings,
+      fingerprint: fp,
+      backend: confinement.name,
+      run: run ? summary(run) : null,
+      typecheckRun: null,
+    };
   }
 
   return {
@@ -319,72 +328,53 @@ export function createScorer(options: ScorerOptions): Scorer {
       const warnings: string[] = [];
       const wsId = await workspaceId(workspaceDir);
       if (wsId !== task.workspace.id)
-        warnings.push(
-          `workspace ${workspaceDir} has content id ${wsId}, the task was mined from ${task.workspace.id}`,
-        );
+        warnings.push(`workspace ${workspaceDir} has content id ${wsId}, the task was mined from ${task.workspace.id}`);
       const ref = await reference(task, workspaceDir, req.signal);
-      const refReasons: string[] = [];
-      if (`sha256:${sha256Hex(ref.content)}` !== task.referenceHash)
-        refReasons.push(`the workspace's ${task.target} is not the task's reference (hash differs)`);
-      if (!ref.run.verdict)
-        refReasons.push(
-          `the reference run gave no verdict: ${ref.run.failure ?? (ref.run.run.timedOut ? 'timed out' : 'unknown')}`,
-        );
-      const sameAsReference = candidate === ref.content;
-      const cand = sameAsReference
-        ? ref.run
-        : await runTests(task, workspaceDir, { [task.target]: candidate }, req.signal);
+      if ('infra' in ref) return errorResult(task, ref.infra, warnings, await fingerprintFor(task, workspaceDir), null);
+      const cand =
+        candidate === ref.content
+          ? ref.run
+          : await judged(task, workspaceDir, { [task.target]: candidate }, req.signal);
+      if (cand.infra) return errorResult(task, cand.infra, warnings, ref.fingerprint, cand.run);
       const verdict = cand.verdict;
       const counts = verdict ? countCases(verdict.cases) : { passed: 0, failed: 0, skipped: 0, todo: 0 };
-      const verdictReasons: string[] = [...refReasons];
-      if (verdict) {
-        const disagreement = exitCodeDisagreement(verdict, cand.run.exitCode);
-        if (disagreement) verdictReasons.push(disagreement);
-        verdictReasons.push(
-          ...inventoryDifferences(ref.cases, verdict.cases, task.kind === 'tests' ? [task.target] : []),
-        );
-      }
-      const runFailures = cand.failure ? [cand.failure] : [];
-      const tamper = addedPatterns(TAMPER, ref.content, candidate);
+      const role = task.kind === 'tests' ? 'tests' : 'source';
+      const tamper = addedTamper(ref.content, candidate, task.target, role);
       const lints = addedPatterns(LINTS, ref.content, candidate);
-      const candidateCases =
-        task.kind === 'tests' && verdict
-          ? verdict.cases.filter((c) => c.status === 'passed' || c.status === 'failed').length
-          : undefined;
-      const base = {
+      const base: RewardInput = {
         kind: task.kind,
         truncated: req.truncated ?? false,
-        timedOut: cand.run.timedOut,
-        runFailures,
-        verdictReasons,
+        runFailures: cand.failure ? [cand.failure] : [],
+        verdictReasons: verdictReasons(task, ref, cand),
         passed: counts.passed,
         failed: counts.failed,
         tamper,
         lints,
         lintFactor,
+        typecheck: 'not-configured',
         ...(ref.baselineCases !== undefined ? { baselineCases: ref.baselineCases } : {}),
-        ...(candidateCases !== undefined ? { candidateCases } : {}),
+        ...(task.kind === 'tests' && verdict ? { candidateCases: countedIn(verdict.cases, task.target) } : {}),
       };
       // The strict type-check runs only for a candidate that could still earn a positive reward.
       let typecheck: ScoreResult['typecheck'] = task.judge.typecheck ? 'not-run' : 'not-configured';
       let typecheckRun: RunResult | null = null;
       const diagnostics: string[] = [];
-      if (typecheck === 'not-run' && computeReward({ ...base, typecheck: 'not-configured' }).reward > 0) {
-        typecheckRun = await runTypecheck(task, workspaceDir, { [task.target]: candidate }, req.signal);
-        const ok =
-          typecheckRun.exitCode === 0 &&
-          !typecheckRun.timedOut &&
-          !typecheckRun.outputCapped &&
-          typecheckRun.survivors === 0;
+      if (typecheck === 'not-run' && computeReward(base).reward > 0) {
+        typecheckRun = await runTypecheck(task, workspaceDir, candidate, req.signal);
+        if (typecheckRun.timedOut && !typecheckRun.cpuExceeded)
+          return errorResult(task, 'the type-check hit its wall-clock limit (a loaded machine?)', warnings, ref.fingerprint, typecheckRun);
+        const ok = typecheckRun.exitCode === 0 && !typecheckRun.outputCapped && typecheckRun.survivors === 0;
         typecheck = ok ? 'passed' : 'failed';
         if (!ok) diagnostics.push(tail(`${typecheckRun.stdout}${typecheckRun.stderr}`));
       }
-      if (cand.failure || (verdict && counts.failed + verdict.errors.length > 0) || cand.run.timedOut)
-        diagnostics.push(tail(cand.run.stderr));
+      if (cand.failure || (verdict && counts.failed + verdict.errors.length > 0))
+        diagnostics.push(tail(cand.run?.stderr ?? ''));
       if (verdict) for (const e of verdict.errors) diagnostics.push(e);
       const result = computeReward({ ...base, typecheck });
       return {
         taskId: task.id,
+        status: 'scored',
+        error: null,
         reward: result.reward,
         passRate: result.passRate,
         ...counts,
@@ -397,7 +387,7 @@ export function createScorer(options: ScorerOptions): Scorer {
         warnings,
         fingerprint: ref.fingerprint,
         backend: confinement.name,
-        run: summary(cand.run),
+        run: cand.run ? summary(cand.run) : null,
         typecheckRun: typecheckRun ? summary(typecheckRun) : null,
       };
     },
@@ -421,9 +411,7 @@ export async function createCheckedScorer(
   const test = await confinement.selfTest(options.signal);
   if (!test.ok) {
     const failed = test.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
-    throw new SandboxSelfTestError(
-      `the ${confinement.name} sandbox failed its self-test: ${failed.join('; ')}`,
-    );
+    throw new SandboxSelfTestError(`the ${confinement.name} sandbox failed its self-test: ${failed.join('; ')}`);
   }
   return { ...createScorer({ ...options, confinement }), selfTest: test };
 }

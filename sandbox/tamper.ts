@@ -126,10 +126,10 @@ const REFLECTIVE_WRITE = new Map([
   ['Reflect', new Set(['set', 'defineProperty', 'deleteProperty', 'setPrototypeOf'])],
 ]);
 const PROCESS_CHANNELS =
-  /^(?:exit|reallyExit|abort|kill|exitCode|stdout|stderr|stdin|_rawDebug|binding|_linkedBinding|dlopen|send|channel|disconnect|argv|execArgv|pid|ppid|execPath|chdir|emit|on|once|addListener|prependListener|prependOnceListener|removeAllListeners|setUncaughtExceptionCaptureCallback|_getActiveHandles|_getActiveRequests|report|mainModule)$/;
+  /^(?:exit|reallyExit|abort|kill|exitCode|stdout|stderr|stdin|_rawDebug|binding|_linkedBinding|dlopen|send|channel|disconnect|argv|execArgv|pid|ppid|execPath|chdir|emit|on|once|addListener|prependListener|prependOnceListener|removeAllListeners|setUncaughtExceptionCaptureCallback|_getActiveHandles|_getActiveRequests|report|mainModule|getBuiltinModule)$/;
 /** Text tells of the runner's and vtnode's internals (also inside strings). */
 const INTERNALS =
-  /__vitest|__VITEST|\$\$jest|jest-matchers|matchers-object|@vitest\/runner|vitest\/(?:suite|runner|internal)|node:test\/reporters|test-reporter|\boutputFile\b|vtnode|__vtnode|\/proc\/|\/dev\/fd\/|\/dev\/std(?:out|err)/g;
+  /__vitest|__VITEST|\$\$jest|jest-matchers|matchers-object|@vitest\/runner|vitest\/(?:suite|runner|internal)|node:test\/reporters|test-reporter|\boutputFile\b|\.vtnode\b|__vtnode|vtnode[-:]sentinel|vtnode-report|integrity\.mjs|\/proc\/|\/dev\/fd\/|\/dev\/std(?:out|err)/g;
 
 interface Scope {
   /** Every name declared anywhere in the file (a coarse scope: shadowing a builtin anywhere counts). */
@@ -165,6 +165,8 @@ function collectScope(sf: ts.SourceFile): Scope {
       const names = importedNames(node);
       for (const n of names) declared.add(n);
       if (node.moduleSpecifier.text.startsWith('.')) for (const n of names) relativeImports.add(n);
+      // `import proc from 'node:process'` is `process` under another name.
+      if (/^(?:node:)?process$/.test(node.moduleSpecifier.text)) for (const n of names) aliases.set(n, 'process');
     }
     if (ts.isImportEqualsDeclaration(node)) declared.add(node.name.text);
     if (ts.isVariableDeclaration(node) && node.initializer && isPlainChain(node.initializer)) {
@@ -298,6 +300,13 @@ interface Walk {
 function checkModule(w: Walk, node: ts.Node): void {
   const spec = moduleSpecifier(node);
   if (spec === null) return;
+  if (/^(?:node:)?process$/.test(spec) && ts.isImportDeclaration(node)) {
+    const b = node.importClause?.namedBindings;
+    if (b && ts.isNamedImports(b))
+      for (const e of b.elements)
+        if (PROCESS_CHANNELS.test((e.propertyName ?? e.name).text))
+          w.hit('process channels (exit, signals, stdio, ipc, argv)', e);
+  }
   if (spec === '[]') w.hit('computed import or require', node);
   else if (ENGINE_MODULES.test(spec)) w.hit('process, thread, loader or engine module', node);
   else if (w.role === 'source' && RUNNER_MODULE.test(spec))

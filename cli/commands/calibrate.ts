@@ -8,7 +8,9 @@ const usage = `Usage: vtnode calibrate --tasks FILE --out FILE [options]
 
 Scores every task's reference (the workspace's own target file) in the sandbox and keeps only the
 tasks whose reference scores 1.0. Prints the reason for each dropped task, a progress bar on stderr
-and a summary. Exits 0 whatever was dropped.
+and a summary. Exits 0 whatever was dropped; exits 3 when some tasks could not be calibrated for
+infrastructure reasons (a box that could not be set up, a run stopped by its wall-clock limit on a
+loaded machine): those are neither kept nor dropped, and are listed as unscored (run again).
 
 Options:
   --tasks FILE       tasks.jsonl to calibrate
@@ -16,7 +18,7 @@ Options:
   --jobs N           tasks scored in parallel (default 1)
   --workspace DIR    score every task in this checkout (default: each task's workspace.root)
   --unconfined       run without the sandbox (trusted input only)
-  --json             print { "kept": n, "dropped": [{ "taskId", "reason" }] }
+  --json             print { "kept": n, "dropped": [{ "taskId", "reason" }], "unscored": [{ "taskId", "reason" }] }
   -h, --help         this text`;
 
 interface Dropped {
@@ -69,6 +71,7 @@ export const command: Command = {
       });
       const kept = new Set<TaskLine>();
       const dropped: Dropped[] = [];
+      const unscored: Dropped[] = [];
       let done = 0;
       const calibrateOne = async (l: TaskLine): Promise<void> => {
         const { task } = l;
@@ -85,7 +88,8 @@ export const command: Command = {
             signal: controller.signal,
           });
           for (const w of r.warnings) process.stderr.write(`vtnode calibrate: ${task.id}: warning: ${w}\n`);
-          if (r.reward === 1) kept.add(l);
+          if (r.status === 'error') unscored.push({ taskId: task.id, reason: r.error ?? 'infrastructure failure' });
+          else if (r.reward === 1) kept.add(l);
           else
             dropped.push({
               taskId: task.id,
@@ -112,11 +116,12 @@ export const command: Command = {
       await writeFile(tmp, out.join(''));
       await rename(tmp, values.out);
       for (const d of dropped) process.stderr.write(`dropped ${d.taskId}: ${d.reason}\n`);
+      for (const d of unscored) process.stderr.write(`unscored ${d.taskId}: ${d.reason}\n`);
       process.stderr.write(
-        `calibrated ${lines.length} task(s): kept ${kept.size}, dropped ${dropped.length}\n`,
+        `calibrated ${lines.length} task(s): kept ${kept.size}, dropped ${dropped.length}${unscored.length ? `, unscored ${unscored.length} (infrastructure: run calibrate again for them)` : ''}\n`,
       );
-      if (values.json) process.stdout.write(`${JSON.stringify({ kept: kept.size, dropped })}\n`);
-      return 0;
+      if (values.json) process.stdout.write(`${JSON.stringify({ kept: kept.size, dropped, unscored })}\n`);
+      return unscored.length > 0 ? 3 : 0;
     } finally {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);

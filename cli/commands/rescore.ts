@@ -62,9 +62,11 @@ export const command: Command = {
           ? undefined
           : (done, total) => process.stderr.write(`\rrescored ${done}/${total}`),
       });
+      // Samples the sandbox could not score (infrastructure) are not judged: exit 3 so scripts run it again.
+      const code = result.unscored.length > 0 ? 3 : 0;
       if (values.json) {
         process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-        return 0;
+        return code;
       }
       process.stderr.write('\n');
       const tasks = Object.entries(result.broken);
@@ -77,7 +79,11 @@ export const command: Command = {
         process.stdout.write(`  reasons: ${first.reasons.join('; ') || '(none)'}\n`);
         if (first.diagnostics) process.stdout.write(`${first.diagnostics.replace(/^/gm, '    ')}\n`);
       }
-      return 0;
+      if (code !== 0)
+        process.stdout.write(
+          `\n${result.unscored.length} samples could not be scored (infrastructure; nothing recorded for them): ${result.unscored[0]!.error}\nrun vtnode rescore again\n`,
+        );
+      return code;
     } finally {
       store.close();
     }

@@ -9,7 +9,9 @@ const usage = `Usage: vtnode score --tasks FILE --task ID --candidate FILE [opti
 
 Scores one candidate for one task: the candidate is written over the task's target in a confined
 copy-on-write box, the task's tests run there, and the reward, per-test results, lints, reasons and
-diagnostics are printed.
+diagnostics are printed. Exits 3 when the candidate could not be scored for infrastructure reasons (a
+box that could not be set up, a run stopped by its wall-clock limit on a loaded machine): that is not
+a reward of 0, and scoring again may succeed.
 
 Options:
   --tasks FILE       tasks.jsonl
@@ -22,6 +24,8 @@ Options:
   -h, --help         this text`;
 
 function human(r: ScoreResult): string {
+  if (r.status === 'error')
+    return `task ${r.taskId}: NOT SCORED (infrastructure, not a verdict on the candidate): ${r.error}\n`;
   const lines = [
     `task ${r.taskId}: reward ${r.reward} (pass rate ${r.passRate.toFixed(3)}; ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped, ${r.todo} todo)`,
     `type-check: ${r.typecheck}   backend: ${r.backend}   fingerprint: ${r.fingerprint}`,
@@ -88,7 +92,8 @@ export const command: Command = {
       });
       for (const w of result.warnings) process.stderr.write(`vtnode score: warning: ${w}\n`);
       process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : human(result));
-      return 0;
+      // Not scored (infrastructure): no reward exists for this candidate; exit 3 so scripts retry.
+      return result.status === 'error' ? 3 : 0;
     } finally {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);

@@ -28,6 +28,8 @@ export function scorerAuditor(scorer: Scorer, workspaces: ReadonlyMap<string, st
         truncated: body.generation.truncated,
         signal,
       });
+      // An infrastructure failure is not a verdict on the origin: the audit did not happen.
+      if (r.status === 'error' || r.reward === null) throw new Error(`the audit could not score: ${r.error}`);
       return { reward: r.reward };
     },
   };

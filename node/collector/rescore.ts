@@ -42,6 +42,8 @@ export interface RescoreResult {
   workspaceId: string;
   rescored: number;
   stillPassing: number;
+  /** Rows that could not be scored for infrastructure reasons: nothing recorded, run again. */
+  unscored: { sampleId: string; error: string }[];
   /** Rows that no longer pass, per task id (sorted). */
   broken: Record<string, Broken[]>;
 }
@@ -80,6 +82,7 @@ export async function rescoreDataset(options: RescoreOptions): Promise<RescoreRe
   };
   let stillPassing = 0;
   let done = 0;
+  const unscored: RescoreResult['unscored'] = [];
   for (const row of rows) {
     options.signal?.throwIfAborted();
     const task = await taskFor(row.task);
@@ -96,6 +99,12 @@ export async function rescoreDataset(options: RescoreOptions): Promise<RescoreRe
           reasons: [`${row.task.target} (${row.task.kind} task) is gone from the new workspace`],
           diagnostics: '',
         };
+    if (r.reward === null) {
+      // An infrastructure failure says nothing about the sample: no rescore is recorded for it.
+      unscored.push({ sampleId: row.body.sampleId, error: r.reasons.join('; ') });
+      options.onProgress?.(++done, rows.length);
+      continue;
+    }
     store.recordRescore(row.sample.digest, { workspaceId, reward: r.reward, reasons: r.reasons });
     if (r.reward >= minReward) stillPassing++;
     else {
@@ -115,8 +124,9 @@ export async function rescoreDataset(options: RescoreOptions): Promise<RescoreRe
   }
   return {
     workspaceId,
-    rescored: rows.length,
+    rescored: rows.length - unscored.length,
     stillPassing,
+    unscored,
     broken: Object.fromEntries(Object.entries(broken).sort(([a], [b]) => a.localeCompare(b))),
   };
 }

@@ -164,6 +164,12 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
           signal,
         }),
       );
+      // An infrastructure failure (the scorer already tried again) is never stored as a 0: the job fails
+      // as a sandbox error and the submitter places the unfinished samples again.
+      if (r.status === 'error' || r.reward === null)
+        throw Object.assign(new Error(`scoring failed for infrastructure reasons: ${r.error}`), {
+          reason: 'sandbox-error' as const,
+        });
       score = {
         reward: r.reward,
         passed: r.passed,

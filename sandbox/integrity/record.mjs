@@ -46,6 +46,9 @@ export function createRecorder({ box }) {
     const sites = callSites();
     if (!Array.isArray(sites)) return { file: '<unknown>', trusted: false };
     for (const site of sites) {
+      // Code built at run time (eval, new Function, the AsyncFunction constructor) has no file: it is
+      // never trusted. Builtins (Object.assign, Reflect.set) have no file either: look past them.
+      if (site.isEval?.()) return { file: `<eval> ${site.getEvalOrigin?.() ?? ''}`.trim(), trusted: false };
       const file = fileOf(site);
       if (file === null) continue;
       if (file.startsWith(HARNESS_DIR)) continue;

@@ -10,8 +10,10 @@ export const ENTRY_PATH = '.vtnode/integrity.mjs';
 
 /** How the judged test files of one box load the harness. */
 export interface HarnessSetup {
-  /** Absolute specifier every judged test file imports first and calls `sentinel()` of at its end. */
+  /** Absolute specifier of the module every judged test file imports first. */
   specifier: string;
+  /** The statements appended to a judged test file: they register the sentinel test, last. */
+  tail(esm: boolean): string;
   /** A module to write into the box (and protect) before the run, when the runner needs one. */
   entry: { path: string; text: string } | null;
 }
@@ -33,10 +35,25 @@ export function harnessSetup(runner: TestRunner, box: string): HarnessSetup {
         'export const sentinel = harness.sentinel;',
         '',
       ].join('\n');
-      return { specifier: join(box, ENTRY_PATH), entry: { path: ENTRY_PATH, text } };
+      const specifier = join(box, ENTRY_PATH);
+      const spec = JSON.stringify(specifier);
+      // vitest files its tests by suite, so the harness may register the sentinel itself.
+      const tail = (esm: boolean) =>
+        esm
+          ? `\n;import { sentinel as __vtnodeSentinel } from ${spec};\n__vtnodeSentinel();\n`
+          : `\n;require(${spec}).sentinel();\n`;
+      return { specifier, tail, entry: { path: ENTRY_PATH, text } };
     }
-    case 'node:test':
-      return { specifier: join(HARNESS_DIR, 'node-test.mjs'), entry: null };
+    case 'node:test': {
+      const specifier = join(HARNESS_DIR, 'node-test.mjs');
+      const spec = JSON.stringify(specifier);
+      // node:test files a test where `test()` is called: the sentinel is declared in the test file itself.
+      const tail = (esm: boolean) =>
+        esm
+          ? `\n;import { test as __vtnodeTest } from 'node:test';\nimport { sentinelBody as __vtnodeSentinel } from ${spec};\n__vtnodeTest('vtnode:sentinel', __vtnodeSentinel);\n`
+          : `\n;require('node:test').test('vtnode:sentinel', require(${spec}).sentinelBody);\n`;
+      return { specifier, tail, entry: null };
+    }
     case 'jest':
     case 'mocha':
       throw new Error(`no integrity harness for ${runner} yet`);
@@ -91,14 +108,11 @@ function afterDirective(text: string, fileName: string): boolean {
  * The judged test file as it runs in the box: the harness imported before anything else (on the line of
  * the first statement, so line numbers stay), and the sentinel registered after everything else.
  */
-export function instrumentTestFile(text: string, fileName: string, specifier: string): string {
+export function instrumentTestFile(text: string, fileName: string, setup: HarnessSetup): string {
   const esm = usesEsmSyntax(text, fileName);
-  const spec = JSON.stringify(specifier);
+  const spec = JSON.stringify(setup.specifier);
   const at = preludeOffset(text, fileName);
   const lead = afterDirective(text, fileName) ? ';' : '';
   const prelude = `${lead}${esm ? `import ${spec}; ` : `require(${spec}); `}`;
-  const tail = esm
-    ? `\n;import { sentinel as __vtnodeSentinel } from ${spec};\n__vtnodeSentinel();\n`
-    : `\n;require(${spec}).sentinel();\n`;
-  return `${text.slice(0, at)}${prelude}${text.slice(at)}${tail}`;
+  return `${text.slice(0, at)}${prelude}${text.slice(at)}${setup.tail(esm)}`;
 }

@@ -2,7 +2,7 @@ import { readFile, realpath } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import type { Judge, JudgeContext } from './judge.ts';
-import { type CaseStatus, type TestCase, type Verdict, VerdictError } from './verdict.ts';
+import { type CaseStatus, failureLine, type TestCase, type Verdict, VerdictError } from './verdict.ts';
 
 const AssertionResult = z.object({
   ancestorTitles: z.array(z.string()),
@@ -64,8 +64,8 @@ export function parseVitestReport(text: string, box: string): Verdict {
         name: [...a.ancestorTitles, a.title].join(' > '),
         status: STATUS[a.status],
       };
-      const msg = a.failureMessages?.[0]?.split('\n')[0];
-      if (c.status === 'failed' && msg) c.message = msg.slice(0, 300);
+      const msg = failureLine(a.failureMessages?.[0]);
+      if (c.status === 'failed' && msg) c.message = msg;
       cases.push(c);
     }
     if (file.status === 'failed' && !file.assertionResults.some((a) => a.status === 'failed'))

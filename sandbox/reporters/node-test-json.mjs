@@ -30,7 +30,9 @@ export default async function* vtnodeJsonReporter(source) {
             : event.type === 'test:pass'
               ? 'passed'
               : 'failed';
-      cases.push({ file, name, status, ...(status === 'failed' ? { message: message.slice(0, 300) } : {}) });
+      // The integrity sentinel's report line is kept whole; other messages are capped.
+      const cap = message.includes('vtnode-sentinel:') ? 65536 : 300;
+      cases.push({ file, name, status, ...(status === 'failed' ? { message: message.slice(0, cap) } : {}) });
     }
   }
   yield `${JSON.stringify({ format: 'vtnode-node-test/1', cases, errors })}\n`;

@@ -4,7 +4,6 @@ import { computeReward, type RewardInput } from '../../sandbox/reward.ts';
 const clean: RewardInput = {
   kind: 'file',
   truncated: false,
-  timedOut: false,
   runFailures: [],
   verdictReasons: [],
   passed: 4,
@@ -28,7 +27,7 @@ describe('computeReward', () => {
 
   it.each([
     ['the generation was truncated', { truncated: true }],
-    ['the test run timed out', { timedOut: true }],
+    ['the candidate exhausted its CPU budget', { runFailures: ['the candidate exhausted its CPU budget'] }],
     ['the runner wrote no report', { runFailures: ['the runner wrote no report'] }],
     ['inventory', { verdictReasons: ['inventory'] }],
     ['tamper pattern added: eval (×2)', { tamper: [{ name: 'eval', added: 2 }] }],
@@ -46,14 +45,14 @@ describe('computeReward', () => {
     const r = computeReward({
       ...clean,
       truncated: true,
-      timedOut: true,
+      runFailures: ['the candidate exhausted its CPU budget (120 s)'],
       typecheck: 'failed',
       lints: [{ name: 'any', added: 1 }],
     });
     expect(r.reward).toBe(0);
     expect(r.reasons).toEqual([
       'the generation was truncated',
-      'the test run timed out',
+      'the candidate exhausted its CPU budget (120 s)',
       'the strict type-check failed',
     ]);
   });

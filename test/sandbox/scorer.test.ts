@@ -103,8 +103,8 @@ describe('scorer (bwrap)', () => {
       candidate: `${await reference(t)}\nwhile (true) {}\n`,
       signal: controller.signal,
     });
-    expect(r.reward).toBe(0);
-    expect(r.reasons).toContain('the run was aborted');
+    // An aborted run says nothing about the candidate: not scored, never a 0.
+    expect(r).toMatchObject({ status: 'error', reward: null, error: 'the run was aborted' });
     expect(Date.now() - started).toBeLessThan(5000);
   }, 30_000);
 
@@ -118,8 +118,8 @@ describe('scorer (bwrap)', () => {
       candidate: await reference(t),
       signal: controller.signal,
     });
-    expect(aborted.reward).toBe(0);
-    expect(aborted.reasons.join(' ')).toMatch(/reference run gave no verdict: the run was aborted/);
+    expect(aborted).toMatchObject({ status: 'error', reward: null });
+    expect(aborted.error).toMatch(/the reference could not be run: the run was aborted/);
     const again = await scorer.score({
       task: t,
       workspaceDir: t.workspace.root!,
