@@ -1,4 +1,7 @@
+import { join } from 'node:path';
+import { resolveDataDir } from '../node/data-dir.ts';
 import { workspaceId } from '../node/workspace/content-id.ts';
+import { createScoringCache } from '../sandbox/cache.ts';
 import { BackendUnavailableError } from '../sandbox/confinement.ts';
 import { createCheckedScorer, SandboxSelfTestError, type Scorer } from '../sandbox/scorer.ts';
 import { CliError } from './command.ts';
@@ -12,12 +15,16 @@ export async function openScorer(options: {
   unconfined?: boolean;
   /** What the command refuses to do without a sandbox, e.g. "refusing to score". */
   refusing: string;
+  /** The data dir whose cache/ keeps reference runs and self-tests (default: $VTNODE_HOME or ~/.vtnode). */
+  dataDir?: string;
   signal?: AbortSignal;
 }): Promise<Scorer> {
   try {
     return await createCheckedScorer({
       unconfined: options.unconfined ?? false,
       workspaceId,
+      // Reference runs and a passed self-test are reused across calls (same evaluation fingerprint).
+      cache: createScoringCache({ dir: join(options.dataDir ?? resolveDataDir(), 'cache') }),
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (err) {

@@ -3,7 +3,7 @@ import type { JudgeSpec } from '../protocol/task.ts';
 import type { Limits } from './limits.ts';
 
 /** Version of the scoring rules: bump whenever a change could change a reward. */
-export const SCORER_VERSION = 'vtnode-scorer/1';
+export const SCORER_VERSION = 'vtnode-scorer/2';
 
 /** Everything a score depends on besides the candidate and the task's identity. */
 export interface EvaluationParts {
@@ -19,6 +19,8 @@ export interface EvaluationParts {
   judge: JudgeSpec;
   /** Multiplier per added lint. */
   lintFactor: number;
+  /** Content digest of the integrity harness and the static tamper rules (integrity/rewrite.ts). */
+  integrity: string;
 }
 
 /** The evaluation fingerprint: a score is reused only under the same one. */

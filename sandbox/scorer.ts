@@ -3,9 +3,12 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { sha256Hex } from '../protocol/canonical.ts';
 import type { Task } from '../protocol/task.ts';
+import { VTNODE_VERSION } from '../protocol/version.ts';
 import { createBox, insideBox, sweepStaleBoxes } from './box.ts';
+import { type ReferenceCache, referenceKey, type SelfTestCache, type StoredReference } from './cache.ts';
 import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
-import { evaluationFingerprint } from './fingerprint.ts';
+import { evaluationFingerprint, SCORER_VERSION } from './fingerprint.ts';
+import { INTEGRITY_DIGEST } from './integrity/rewrite.ts';
 import { sentinelProblems } from './integrity/sentinel.ts';
 import { createJudgeRunner, type JudgeRun } from './judge-run.ts';
 import { judgeFor } from './judges/index.ts';
@@ -13,6 +16,7 @@ import { countCases, inventoryDifferences, type TestCase } from './judges/verdic
 import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
 import { addedPatterns, LINTS } from './lints.ts';
 import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
+import { sandboxLog } from './log.ts';
 import { addedTamper } from './tamper.ts';
 
 export interface ScorerOptions {
@@ -30,6 +34,8 @@ export interface ScorerOptions {
   workspaceId: (dir: string) => Promise<string>;
   /** How often a run that failed for infrastructure reasons is tried again before giving up (default 1). */
   infraRetries?: number;
+  /** Reference runs and self-tests kept across processes (e.g. in the data dir); none by default. */
+  cache?: { references: ReferenceCache; selfTest?: SelfTestCache };
 }
 
 export interface ScoreRequest {
@@ -111,6 +117,7 @@ interface Reference {
   problems: string[];
 }
 
+const log = sandboxLog('vtnode:sandbox:scorer');
 const TAIL = 4000;
 const tail = (s: string) => (s.length > TAIL ? `…${s.slice(-TAIL)}` : s);
 
@@ -168,6 +175,38 @@ function verdictReasons(task: Task, ref: Reference, cand: JudgeRun): string[] {
   return out;
 }
 
+/** The serialisable part of a reference, for the cache. */
+function toStored(ref: Reference): StoredReference {
+  return {
+    v: 1,
+    contentHash: sha256Hex(ref.content),
+    verdict: ref.run.verdict,
+    sentinels: [...ref.run.sentinels],
+    exitDisagreement: ref.run.exitDisagreement,
+    failure: ref.run.failure,
+    ...(ref.baselineCases !== undefined ? { baselineCases: ref.baselineCases } : {}),
+  };
+}
+
+/** A reference rebuilt from the cache: its verdict and sentinels, without the process that made them. */
+function fromStored(task: Task, content: string, fingerprint: string, s: StoredReference): Reference {
+  const run: JudgeRun = {
+    run: null,
+    verdict: s.verdict,
+    sentinels: new Map(s.sentinels),
+    exitDisagreement: s.exitDisagreement,
+    failure: s.failure,
+    infra: null,
+  };
+  return {
+    content,
+    fingerprint,
+    run,
+    baselineCases: s.baselineCases,
+    problems: referenceProblems(task, content, run),
+  };
+}
+
 /**
  * Creates a scorer over a confinement backend. The caller decides the backend (see backend.ts) and
  * should have run its self-test (createCheckedScorer does both).
@@ -219,6 +258,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       runner: await judge.version(workspaceDir).catch(() => 'unknown'),
       judge: task.judge,
       lintFactor,
+      integrity: INTEGRITY_DIGEST,
     });
   }
 
@@ -244,6 +284,25 @@ export function createScorer(options: ScorerOptions): Scorer {
       throw new Error(`task ${task.id}: cannot read the reference ${task.target} (${err.message})`);
     });
     const fp = await fingerprintFor(task, workspaceDir);
+    const key = referenceKey(fp, task.id, task.referenceHash, task.kind);
+    const stored = await options.cache?.references.get(key);
+    if (stored && stored.contentHash === sha256Hex(content)) return fromStored(task, content, fp, stored);
+    const ref = await runReference(task, workspaceDir, content, fp, signal);
+    // Only a good reference is kept: a broken or flaky one is run again next time.
+    if (!('infra' in ref) && ref.problems.length === 0 && !task.judge.flaky)
+      await options.cache?.references
+        .put(key, toStored(ref))
+        .catch((err: Error) => log.warn(`cannot write the reference cache: ${err.message}`));
+    return ref;
+  }
+
+  async function runReference(
+    task: Task,
+    workspaceDir: string,
+    content: string,
+    fp: string,
+    signal?: AbortSignal,
+  ): Promise<Reference | { infra: string }> {
     const [run, baseline] = await Promise.all([
       judged(task, workspaceDir, {}, signal),
       task.kind === 'tests' ? judged(task, workspaceDir, { [task.target]: '' }, signal) : null,
@@ -293,7 +352,13 @@ export function createScorer(options: ScorerOptions): Scorer {
     }
   }
 
-  function errorResult(task: Task, error: string, warnings: string[], fp: string, run: RunResult | null): ScoreResult {
+  function errorResult(
+    task: Task,
+    error: string,
+    warnings: string[],
+    fp: string,
+    run: RunResult | null,
+  ): ScoreResult {
     return {
       taskId: task.id,
       status: 'error',
@@ -328,9 +393,12 @@ export function createScorer(options: ScorerOptions): Scorer {
       const warnings: string[] = [];
       const wsId = await workspaceId(workspaceDir);
       if (wsId !== task.workspace.id)
-        warnings.push(`workspace ${workspaceDir} has content id ${wsId}, the task was mined from ${task.workspace.id}`);
+        warnings.push(
+          `workspace ${workspaceDir} has content id ${wsId}, the task was mined from ${task.workspace.id}`,
+        );
       const ref = await reference(task, workspaceDir, req.signal);
-      if ('infra' in ref) return errorResult(task, ref.infra, warnings, await fingerprintFor(task, workspaceDir), null);
+      if ('infra' in ref)
+        return errorResult(task, ref.infra, warnings, await fingerprintFor(task, workspaceDir), null);
       const cand =
         candidate === ref.content
           ? ref.run
@@ -353,7 +421,9 @@ export function createScorer(options: ScorerOptions): Scorer {
         lintFactor,
         typecheck: 'not-configured',
         ...(ref.baselineCases !== undefined ? { baselineCases: ref.baselineCases } : {}),
-        ...(task.kind === 'tests' && verdict ? { candidateCases: countedIn(verdict.cases, task.target) } : {}),
+        ...(task.kind === 'tests' && verdict
+          ? { candidateCases: countedIn(verdict.cases, task.target) }
+          : {}),
       };
       // The strict type-check runs only for a candidate that could still earn a positive reward.
       let typecheck: ScoreResult['typecheck'] = task.judge.typecheck ? 'not-run' : 'not-configured';
@@ -362,7 +432,13 @@ export function createScorer(options: ScorerOptions): Scorer {
       if (typecheck === 'not-run' && computeReward(base).reward > 0) {
         typecheckRun = await runTypecheck(task, workspaceDir, candidate, req.signal);
         if (typecheckRun.timedOut && !typecheckRun.cpuExceeded)
-          return errorResult(task, 'the type-check hit its wall-clock limit (a loaded machine?)', warnings, ref.fingerprint, typecheckRun);
+          return errorResult(
+            task,
+            'the type-check hit its wall-clock limit (a loaded machine?)',
+            warnings,
+            ref.fingerprint,
+            typecheckRun,
+          );
         const ok = typecheckRun.exitCode === 0 && !typecheckRun.outputCapped && typecheckRun.survivors === 0;
         typecheck = ok ? 'passed' : 'failed';
         if (!ok) diagnostics.push(tail(`${typecheckRun.stdout}${typecheckRun.stderr}`));
@@ -408,12 +484,24 @@ export async function createCheckedScorer(
     ...(options.maxConcurrent !== undefined ? { maxConcurrent: options.maxConcurrent } : {}),
   });
   await sweepStaleBoxes(options.boxesDir);
-  const test = await confinement.selfTest(options.signal);
+  const test = await selfTested(confinement, options.cache?.selfTest, options.signal);
   if (!test.ok) {
     const failed = test.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
-    throw new SandboxSelfTestError(`the ${confinement.name} sandbox failed its self-test: ${failed.join('; ')}`);
+    throw new SandboxSelfTestError(
+      `the ${confinement.name} sandbox failed its self-test: ${failed.join('; ')}`,
+    );
   }
   return { ...createScorer({ ...options, confinement }), selfTest: test };
+}
+
+/** The backend's self-test, or a passed one of the same backend from the cache (one-shot commands). */
+async function selfTested(confinement: Confinement, cache: SelfTestCache | undefined, signal?: AbortSignal) {
+  const backend = { ...confinement.describe(), vtnode: VTNODE_VERSION, scorer: SCORER_VERSION };
+  const cached = await cache?.get(backend);
+  if (cached) return { ok: true, checks: cached, cached: true };
+  const test = await confinement.selfTest(signal);
+  if (test.ok) await cache?.put(backend, test.checks).catch(() => undefined);
+  return test;
 }
 
 export class SandboxSelfTestError extends Error {

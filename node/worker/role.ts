@@ -1,5 +1,6 @@
 import { cpus } from 'node:os';
 import type { Advert } from '../../protocol/advert.ts';
+import { createScoringCache } from '../../sandbox/cache.ts';
 import { createCheckedScorer, type Scorer } from '../../sandbox/scorer.ts';
 import type { DataDir } from '../data-dir.ts';
 import { logger } from '../logger.ts';
@@ -71,6 +72,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         unconfined: options.unconfined,
         maxConcurrent: Math.max(2, options.maxJobs * 2),
         workspaceId,
+        // Reference runs survive restarts; the self-test runs afresh at every start of the node.
+        cache: { references: createScoringCache({ dir: options.dataDir.path('cache') }).references },
       });
       sandbox = { backend: scorer.confinement.name, ok: true };
       if (options.unconfined)

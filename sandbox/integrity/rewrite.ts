@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
@@ -5,6 +7,17 @@ import type { TestRunner } from '../../protocol/task.ts';
 
 /** Folder of the harness modules (read-only inside the sandbox). */
 export const HARNESS_DIR = dirname(fileURLToPath(import.meta.url));
+/**
+ * Content digest of everything that decides what the judged run checks: the harness modules, the
+ * sentinel checks and the static tamper rules. Part of the evaluation fingerprint.
+ */
+export const INTEGRITY_DIGEST = (() => {
+  const h = createHash('sha256');
+  for (const f of ['harden.mjs', 'record.mjs', 'vitest.mjs', 'node-test.mjs', 'rewrite.ts', 'sentinel.ts', '../tamper.ts'])
+    h.update(readFileSync(join(HARNESS_DIR, f)));
+  return `sha256:${h.digest('hex')}`;
+})();
+
 /** Box-relative path of the entry module the judged test files import first (runners that need one). */
 export const ENTRY_PATH = '.vtnode/integrity.mjs';
 

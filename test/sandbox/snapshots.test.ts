@@ -143,6 +143,7 @@ describe('evaluation fingerprint', () => {
       flaky: false,
     },
     lintFactor: 0.9,
+    integrity: `sha256:${'c'.repeat(64)}`,
   };
   it('is stable and sensitive to every part', () => {
     const fp = evaluationFingerprint(parts);
@@ -157,6 +158,7 @@ describe('evaluation fingerprint', () => {
       { runner: 'vitest@4.0.0' },
       { judge: { ...parts.judge, testFiles: ['other.test.ts'] } },
       { lintFactor: 0.8 },
+      { integrity: `sha256:${'d'.repeat(64)}` },
     ];
     for (const v of variants) expect(evaluationFingerprint({ ...parts, ...v })).not.toBe(fp);
   });
