@@ -9,6 +9,8 @@ export interface PackageJson {
   module?: string;
   types?: string;
   exports?: unknown;
+  /** Package-internal import map (`#internal` specifiers). */
+  imports?: unknown;
   workspaces?: string[] | { packages?: string[] };
   scripts?: Record<string, string>;
   dependencies?: Record<string, string>;
@@ -31,8 +33,14 @@ export interface TsConfigInfo {
   path: string;
   /** Workspace-relative directory `paths` targets are resolved against. */
   pathsBase: string;
-  /** `compilerOptions.paths`, as written. */
+  /** `compilerOptions.paths`, as written (inherited through `extends` too). */
   paths: Record<string, string[]>;
+  /** Workspace-relative `baseUrl` (bare specifiers resolve under it), or null when unset. */
+  baseUrl: string | null;
+  /** `customConditions` (besides the standard ones) for package `exports`/`imports`. */
+  conditions: string[];
+  /** Workspace-relative [outDir, rootDir] when both are set: built files map back to sources. */
+  outToRoot: [string, string] | null;
   /** Workspace-relative files the config type-checks. */
   covers: Set<string>;
 }
@@ -101,10 +109,14 @@ function loadTsConfig(root: string, rel: string): TsConfigInfo | null {
   const toRel = (p: string) => relative(root, p).split(sep).join('/');
   const base =
     (parsed.options['pathsBasePath'] as string | undefined) ?? parsed.options.baseUrl ?? join(root, dir);
+  const { outDir, rootDir, baseUrl, customConditions } = parsed.options;
   return {
     path: rel,
-    pathsBase: toRel(parsed.options.baseUrl ?? base),
+    pathsBase: toRel(baseUrl ?? base),
     paths: (parsed.options.paths as Record<string, string[]> | undefined) ?? {},
+    baseUrl: baseUrl ? toRel(baseUrl) : null,
+    conditions: customConditions ?? [],
+    outToRoot: outDir && rootDir ? [toRel(outDir), toRel(rootDir)] : null,
     covers: new Set(parsed.fileNames.map(toRel)),
   };
 }
