@@ -4,7 +4,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { sha256Hex } from '../protocol/canonical.ts';
 import type { Task } from '../protocol/task.ts';
-import { type Box, createBox, insideBox, sweepStaleBoxes } from './box.ts';
+import { type Box, boxCwd, createBox, insideBox, sweepStaleBoxes } from './box.ts';
 import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint } from './fingerprint.ts';
 import { judgeFor } from './judges/index.ts';
@@ -224,7 +224,8 @@ export function createScorer(options: ScorerOptions): Scorer {
       const argv = await judge.argv({ box: box.dir, node, reportPath }, task.judge.testFiles);
       const run = await confinement.run({
         argv,
-        cwd: box.dir,
+        // A monorepo member with its own runner config runs from its folder (judge.cwd).
+        cwd: boxCwd(box, task.judge.cwd),
         box: box.dir,
         readOnlyPaths: await readOnlyFor(box, judge),
         env: envFor(box.dir),

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, posix, relative, sep } from 'node:path';
 import ts from 'typescript';
+import { isWorkspaceMember, workspacePatternsAt } from '../../sandbox/install-root.ts';
 
 /** The parts of a package.json the miner reads. */
 export interface PackageJson {
@@ -70,36 +71,6 @@ function readJson(path: string): unknown {
   }
 }
 
-/** Converts a workspace glob (`packages/*`, `apps/**`, `tools/cli`) to a RegExp over directory paths. */
-export function workspaceGlob(pattern: string): RegExp {
-  const clean = pattern.replace(/^\.\//, '').replace(/\/+$/, '');
-  const src = clean
-    .split('/')
-    .map((seg) => (seg === '**' ? '.*' : seg.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')))
-    .join('/');
-  return new RegExp(`^${src}$`);
-}
-
-function workspacePatterns(root: string, json: PackageJson | null): string[] {
-  const ws = json?.workspaces;
-  const fromPkg = Array.isArray(ws) ? ws : (ws?.packages ?? []);
-  const out = [...fromPkg];
-  const pnpm = join(root, 'pnpm-workspace.yaml');
-  if (existsSync(pnpm)) {
-    // The `packages:` list of pnpm-workspace.yaml: `- 'packages/*'` lines under it.
-    let inPackages = false;
-    for (const line of readFileSync(pnpm, 'utf8').split('\n')) {
-      if (/^packages\s*:/.test(line)) inPackages = true;
-      else if (/^\S/.test(line)) inPackages = false;
-      else if (inPackages) {
-        const m = /^\s*-\s*['"]?([^'"#]+?)['"]?\s*(#.*)?$/.exec(line);
-        if (m?.[1]) out.push(m[1]);
-      }
-    }
-  }
-  return out;
-}
-
 function loadTsConfig(root: string, rel: string): TsConfigInfo | null {
   const abs = join(root, rel);
   const read = ts.readConfigFile(abs, ts.sys.readFile);
@@ -124,9 +95,7 @@ function loadTsConfig(root: string, rel: string): TsConfigInfo | null {
 /** Reads package.json files, workspace members and tsconfigs of the repository at `root`. */
 export function readProject(root: string, allFiles: string[]): ProjectInfo {
   const rootPackage = readJson(join(root, 'package.json')) as PackageJson | null;
-  const patterns = workspacePatterns(root, rootPackage);
-  const include = patterns.filter((p) => !p.startsWith('!')).map(workspaceGlob);
-  const exclude = patterns.filter((p) => p.startsWith('!')).map((p) => workspaceGlob(p.slice(1)));
+  const patterns = workspacePatternsAt(root);
 
   const packages: WorkspacePackage[] = [];
   const foreign: string[] = [];
@@ -137,7 +106,7 @@ export function readProject(root: string, allFiles: string[]): ProjectInfo {
     .sort((a, b) => a.length - b.length);
   for (const dir of pkgDirs) {
     if (foreign.some((f) => dir.startsWith(`${f}/`))) continue;
-    const member = include.some((re) => re.test(dir)) && !exclude.some((re) => re.test(dir));
+    const member = isWorkspaceMember(patterns, dir);
     if (!member) {
       foreign.push(dir);
       continue;
