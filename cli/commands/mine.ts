@@ -29,6 +29,9 @@ Options:
   --deny-terms FILE      never mine a file containing one of these terms (one per line, # comments)
   --include-shared       also mine shared helpers that most modules import
   --timeout-ms N         judge time limit per test run (default: 30 s + 10 s per test file, max 300 s)
+  --skip-install-check   mine even when the judges could not run here as installed (runner or
+                         dependencies missing, workspace packages unbuilt): for a checkout that
+                         another machine installs and scores
   --json                 print the summary as one JSON object on stdout
   -h, --help             this text`;
 
@@ -130,6 +133,7 @@ export const command: Command = {
         'deny-terms': { type: 'string' },
         'include-shared': { type: 'boolean' },
         'timeout-ms': { type: 'string' },
+        'skip-install-check': { type: 'boolean' },
         json: { type: 'boolean' },
       },
       usage,
@@ -190,6 +194,7 @@ export const command: Command = {
         maxContext,
         denyTerms,
         includeShared: values['include-shared'] === true,
+        installCheck: values['skip-install-check'] !== true,
         ...(timeoutMs !== undefined ? { testTimeoutMs: timeoutMs } : {}),
         ...(bar ? { onProgress: (p) => bar.update(p) } : {}),
       });

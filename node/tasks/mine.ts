@@ -5,12 +5,14 @@ import { fingerprint, sha256Hex } from '../../protocol/canonical.ts';
 import { parseWith } from '../../protocol/parse.ts';
 import { type JudgeSpec, Task } from '../../protocol/task.ts';
 import { VTNODE_VERSION } from '../../protocol/version.ts';
+import { describeReadiness } from '../../sandbox/workspace-ready.ts';
 import { logger } from '../logger.ts';
 import { workspaceIdentity } from '../workspace/content-id.ts';
 import { analyse } from './analyse.ts';
 import { findDeniedTerm } from './deny.ts';
 import { isCodeFile, listWorkspaceFiles } from './files.ts';
 import { buildGraph } from './graph.ts';
+import { judgeCwdFor, mineReadiness } from './install-check.ts';
 import { checkLeakage, type Leak } from './leakage.ts';
 import { mapLimit } from './limit.ts';
 import { pairedSource } from './modules.ts';
@@ -52,6 +54,12 @@ export interface MineOptions {
   includeShared?: boolean;
   /** Wall-clock limit of one judge run; by default 30 s plus 10 s per test file, at most 5 minutes. */
   testTimeoutMs?: number;
+  /**
+   * Refuse (MineError) when the judges could not run in the workspace as installed: runner or
+   * dependencies not installed, workspace packages the tests import not built. True by default; turn
+   * off to mine a checkout that another machine installs and scores.
+   */
+  installCheck?: boolean;
   /** Aborts mining between files. */
   signal?: AbortSignal;
   /** Called as files are read and tasks are built (for a progress bar). */
@@ -89,7 +97,7 @@ export interface MineSummary {
   withoutTypecheck: number;
   files: { code: number; sources: number; tests: number; typeTests: number; support: number };
   durationMs: number;
-  /** Milliseconds per phase: identity, discover, read, graph, tasks, leakage. */
+  /** Milliseconds per phase: identity, discover, read, graph, install-check, tasks, leakage. */
   timings: Record<string, number>;
   /** Problems that do not stop mining (an empty eval split, ...): the CLI prints them on stderr. */
   warnings: string[];
@@ -205,6 +213,14 @@ export async function mine(options: MineOptions): Promise<MineResult> {
 
   const graph = buildGraph(parsed, createResolver(project));
   lap('graph');
+  const warnings: string[] = [];
+  const testSide = [...parsed.values()].filter((f) => looksLikeTest(f.path) || inTestDir(f.path));
+  const readiness = mineReadiness(project, runner.name, testSide);
+  if (!readiness.ok) {
+    if (options.installCheck ?? true) throw new MineError(describeReadiness(root, readiness));
+    warnings.push(`install check skipped: ${describeReadiness(root, readiness)}`);
+  }
+  lap('install-check');
   const {
     kindOf,
     sources,
@@ -257,6 +273,8 @@ export async function mine(options: MineOptions): Promise<MineResult> {
       typecheck: typecheck(target, [...testFiles, ...types]),
       flaky: testFiles.some((t) => parsed.get(t)!.usesTimers),
     };
+    const cwd = judgeCwdFor(project, runner.name, testFiles);
+    if (cwd !== undefined) spec.cwd = cwd;
     if (types.length > 0) spec.typeTests = types;
     return spec;
   };
@@ -495,7 +513,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     },
     durationMs: 0,
     timings,
-    warnings: [],
+    warnings,
   };
   const groupTasks = new Map<string, number>();
   for (const t of tasks) {
