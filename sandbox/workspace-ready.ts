@@ -31,8 +31,8 @@ export interface ReadinessRequest {
   runners?: readonly TestRunner[];
   /** Workspace-relative package folders whose declared dependencies must resolve (default: the root). */
   packageDirs?: readonly string[];
-  /** Further package names the tests import: each must resolve, and a workspace package must be built. */
-  imported?: readonly string[];
+  /** Packages the tests import by name, with the workspace-relative folder they are imported from: each must resolve, and a workspace package must be built. */
+  imported?: readonly { name: string; from: string }[];
 }
 
 /** The verdict: what is missing, and the commands that fix it. */
@@ -149,7 +149,7 @@ export function checkWorkspaceReady(request: ReadinessRequest): Readiness {
     const m = readManifest(dir);
     for (const name of Object.keys({ ...m?.dependencies, ...m?.devDependencies })) need(name, dir);
   }
-  for (const name of request.imported ?? []) need(name, workspace);
+  for (const { name, from } of request.imported ?? []) need(name, join(workspace, from));
   for (const pkg of runnerPackages) missing.delete(pkg);
   if (missing.size > 0) {
     const names = [...missing].sort();

@@ -21,17 +21,24 @@ export function packageRoot(specifier: string): string | null {
   return specifier.startsWith('@') ? (parts.length >= 2 ? `${parts[0]}/${parts[1]}` : null) : parts[0]!;
 }
 
-/** Workspace packages (the root's own name, members) that `files` import by name. */
-export function importedWorkspacePackages(project: ProjectInfo, files: Iterable<ParsedFile>): string[] {
+/**
+ * Workspace packages (the root's own name, members) that `files` import by name, each with the
+ * workspace-relative folder of the importing file (where Node starts looking for it).
+ */
+export function importedWorkspacePackages(
+  project: ProjectInfo,
+  files: Iterable<ParsedFile>,
+): { name: string; from: string }[] {
   const names = new Set(project.packages.map((p) => p.name));
   if (project.rootPackage?.name) names.add(project.rootPackage.name);
-  const out = new Set<string>();
+  const out = new Map<string, { name: string; from: string }>();
   for (const f of files)
     for (const i of f.imports) {
-      const root = packageRoot(i.specifier);
-      if (root !== null && names.has(root)) out.add(root);
+      const name = packageRoot(i.specifier);
+      const from = posix.dirname(f.path) === '.' ? '' : posix.dirname(f.path);
+      if (name !== null && names.has(name)) out.set(`${name}\0${from}`, { name, from });
     }
-  return [...out].sort();
+  return [...out.values()].sort((a, b) => (a.name + a.from < b.name + b.from ? -1 : 1));
 }
 
 /**

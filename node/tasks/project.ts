@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, posix, relative, sep } from 'node:path';
 import ts from 'typescript';
-import { isWorkspaceMember, workspacePatternsAt } from '../../sandbox/install-root.ts';
+import { findInstallRoot, isWorkspaceMember, workspacePatternsAt } from '../../sandbox/install-root.ts';
 
 /** The parts of a package.json the miner reads. */
 export interface PackageJson {
@@ -61,6 +61,11 @@ export interface ProjectInfo {
   files: string[];
   /** Config files present at the root (vitest.config.ts, jest.config.js, ...), by name. */
   rootConfigs: string[];
+  /**
+   * The package.json of the monorepo root this root is a member of (its dependencies are hoisted
+   * there: the runner is often declared only there), or null when the root is its own install root.
+   */
+  hostPackage: PackageJson | null;
 }
 
 function readJson(path: string): unknown {
@@ -128,7 +133,10 @@ export function readProject(root: string, allFiles: string[]): ProjectInfo {
   const rootConfigs = files.filter(
     (f) => !f.includes('/') && /\.config\.[cm]?[jt]s$|^\.mocharc|^jest\.config/.test(f),
   );
-  return { root, rootPackage, packages, foreign, tsconfigs, files, rootConfigs };
+  const installRoot = findInstallRoot(root);
+  const hostPackage =
+    installRoot === root ? null : ((readJson(join(installRoot, 'package.json')) as PackageJson | null) ?? {});
+  return { root, rootPackage, packages, foreign, tsconfigs, files, rootConfigs, hostPackage };
 }
 
 /** The monorepo member owning `path`, or null for the root package. */
@@ -146,10 +154,10 @@ export function tsconfigFor(project: ProjectInfo, path: string): TsConfigInfo | 
   );
 }
 
-/** All dependency names declared by the root package and every member. */
+/** All dependency names declared by the root package, every member, and the monorepo root hosting the root. */
 export function declaredDependencies(project: ProjectInfo): Set<string> {
   const out = new Set<string>();
-  for (const json of [project.rootPackage, ...project.packages.map((p) => p.json)]) {
+  for (const json of [project.rootPackage, project.hostPackage, ...project.packages.map((p) => p.json)]) {
     for (const field of ['dependencies', 'devDependencies', 'peerDependencies'] as const) {
       for (const name of Object.keys(json?.[field] ?? {})) out.add(name);
     }

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { join, posix } from 'node:path';
+import { join, posix, sep } from 'node:path';
 import { type PackageJson, type ProjectInfo, packageOf, type TsConfigInfo, tsconfigFor } from './project.ts';
 
 /** Resolves module specifiers to workspace files. */
@@ -135,9 +135,11 @@ export function createResolver(project: ProjectInfo): Resolver {
   const cache = new Map<string, string | null>();
   const onDisk = (rel: string) => existsSync(join(project.root, rel));
 
+  // Paths may climb out and back in (`../../packages/x/src/a` from a member's inherited `paths`).
+  const rootPosix = project.root.split(sep).join('/');
   const first = (paths: string[]): string | null => {
     for (const p of paths) {
-      const n = posix.normalize(p);
+      const n = p.startsWith('../') ? posix.relative(rootPosix, posix.resolve(rootPosix, p)) : posix.normalize(p);
       if (!n.startsWith('../') && files.has(n)) return n;
     }
     return null;
