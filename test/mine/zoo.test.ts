@@ -152,5 +152,8 @@ describe('zoo: an uninstalled copy', () => {
       exitCode: 1,
     });
     expect(r.stderr).not.toMatch(/\n\s+at /);
+    const cal = await vtnode(['calibrate', '--tasks', tasksFile, '--out', join(dir, 'kept.jsonl'), '--json']);
+    expect(cal.code).toBe(1);
+    expect(JSON.parse(cal.stdout).error).toMatch(/vitest is not installed/);
   }, 120_000);
 });
