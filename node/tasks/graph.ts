@@ -1,4 +1,3 @@
-import { posix } from 'node:path';
 import { getOrInsert } from './multimap.ts';
 import type { ImportedName, ImportRef, ParsedFile } from './parse.ts';
 import type { Resolver } from './resolve.ts';
@@ -73,16 +72,7 @@ export function buildGraph(files: ReadonlyMap<string, ParsedFile>, resolver: Res
     return unique;
   };
 
-  /**
-   * A facade is a file tests import to reach other files: it re-exports, or is an `index` entry. The
-   * code of its declarations (wrappers such as `export const hsl = useMode(modeHsl)`) and of its
-   * top-level statements runs in the files it calls into, so those are followed too.
-   */
-  const facade = (file: string): boolean => {
-    const parsed = files.get(file);
-    if (!parsed) return false;
-    return /^index\.[cm]?[jt]sx?$/.test(posix.basename(file)) || parsed.imports.some((i) => i.reexports);
-  };
+  const facade = (file: string): boolean => files.get(file)?.facade ?? false;
   const edgeFor = (file: string, specifier: string) =>
     (outMap.get(file) ?? []).find((e) => e.ref.specifier === specifier);
 

@@ -39,11 +39,16 @@ export interface ParsedFile {
   /** Exported name -> the local declaration it exports, where the two differ (`export { a as b }`, `default`). */
   localExports: Record<string, string>;
   /**
-   * Local top-level declaration -> the imported names its code refers to (`export const hsl =
-   * useMode(modeHsl)` uses `useMode` and `modeHsl`): what running that declaration calls into.
+   * True for a file tests import to reach others: it re-exports, or it is an `index` file. Its
+   * wrappers' callees are followed (`uses`, `effects`); those of other files are not.
+   */
+  facade: boolean;
+  /**
+   * Facades only: local top-level declaration -> the imported names its code refers to (`export const
+   * hsl = useMode(modeHsl)` uses `useMode` and `modeHsl`), through other local declarations too.
    */
   uses: Record<string, ImportedName[]>;
-  /** Imported names referred to by top-level code that declares nothing (it runs when the file loads). */
+  /** Facades only: imported names top-level code that declares nothing refers to (it runs on load). */
   effects: ImportedName[];
   /** True when the code uses timers (setTimeout, fake timers, system time, node:timers, mock.timers). */
   usesTimers: boolean;
@@ -69,6 +74,8 @@ const TIMER_NAMES = new Set([
   'runOnlyPendingTimers',
   'setSystemTime',
 ]);
+/** An `index` file: the entry of a folder, a facade even when it declares everything itself. */
+const INDEX_FILE = /^index\.[cm]?[jt]sx?$/;
 const TIMER_MODULES = new Set(['timers', 'node:timers', 'timers/promises', 'node:timers/promises']);
 
 function scriptKind(path: string): ts.ScriptKind {
@@ -276,6 +283,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
       if (as !== local) localExports[as] = local;
     }
   }
+  const facade = reexportsSomething || INDEX_FILE.test(path.slice(path.lastIndexOf('/') + 1));
   // What each top-level declaration's code refers to: imported names, and other local declarations
   // (whose own references count too: `labOf` calling the wrapper `lab` reaches what `lab` calls).
   const localNames = new Set(declStatements.flatMap(([names]) => names));
@@ -298,7 +306,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     return { imported: [...imported.values()], locals: [...locals] };
   };
   const direct = new Map<string, { imported: ImportedName[]; locals: string[] }>();
-  for (const [names, node] of declStatements) {
+  for (const [names, node] of facade ? declStatements : []) {
     const refs = referencesIn(node);
     for (const n of names) direct.set(n, refs);
   }
@@ -316,7 +324,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     return [...found.values()];
   };
   const uses: Record<string, ImportedName[]> = {};
-  for (const name of direct.keys()) {
+  for (const name of facade ? direct.keys() : []) {
     const used = usesOf(name);
     if (used.length > 0) uses[name] = used;
   }
@@ -324,7 +332,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     const refs = referencesIn(node);
     return [...refs.imported, ...refs.locals.flatMap(usesOf)];
   };
-  const effects = effectStatements.flatMap(importedNamesIn);
+  const effects = facade ? effectStatements.flatMap(importedNamesIn) : [];
 
   // Dynamic import(), require() and timer use anywhere in the file (identifiers, not text in strings).
   let usesTimers = false;
@@ -380,6 +388,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     barrel: reexportsSomething && !declaresSomething,
     usesTimers,
     localExports,
+    facade,
     uses,
     effects,
   };

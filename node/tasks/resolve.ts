@@ -139,7 +139,9 @@ export function createResolver(project: ProjectInfo): Resolver {
   const rootPosix = project.root.split(sep).join('/');
   const first = (paths: string[]): string | null => {
     for (const p of paths) {
-      const n = p.startsWith('../') ? posix.relative(rootPosix, posix.resolve(rootPosix, p)) : posix.normalize(p);
+      const n = p.startsWith('../')
+        ? posix.relative(rootPosix, posix.resolve(rootPosix, p))
+        : posix.normalize(p);
       if (!n.startsWith('../') && files.has(n)) return n;
     }
     return null;
