@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, posix, relative, sep } from 'node:path';
 import ts from 'typescript';
 import { findInstallRoot, isWorkspaceMember, workspacePatternsAt } from '../../sandbox/install-root.ts';

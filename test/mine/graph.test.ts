@@ -1,5 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { analyse } from '../../node/tasks/analyse.ts';
 import { listWorkspaceFiles } from '../../node/tasks/files.ts';
