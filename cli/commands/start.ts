@@ -1,7 +1,6 @@
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
 import { runDaemonForeground } from '../run-daemon.ts';
-import { refuseUnreadyWorkspace } from '../scorer.ts';
 
 const usage = `Usage: vtnode start [node options]
 
@@ -23,8 +22,6 @@ export const command: Command = {
       );
     }
     const config = mergeConfig(await dataDir.readConfig(), values);
-    // A node advertises its workspaces: one that cannot run tests must not be advertised.
-    for (const dir of config.workspaces) refuseUnreadyWorkspace(dir);
     await dataDir.writeConfig(config);
     return runDaemonForeground(dataDir, fleet, config);
   },

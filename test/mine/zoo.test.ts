@@ -155,5 +155,19 @@ describe('zoo: an uninstalled copy', () => {
     const cal = await vtnode(['calibrate', '--tasks', tasksFile, '--out', join(dir, 'kept.jsonl'), '--json']);
     expect(cal.code).toBe(1);
     expect(JSON.parse(cal.stdout).error).toMatch(/vitest is not installed/);
+    // A node refuses to start (and advertise) a workspace that cannot run its tests.
+    const dataDir = join(dir, 'node');
+    expect((await vtnode(['init', '--fleet', 'zoo', '--data-dir', dataDir])).code).toBe(0);
+    const start = await vtnode([
+      'start',
+      '--data-dir',
+      dataDir,
+      '--workspace',
+      member,
+      '--listen',
+      '/ip4/127.0.0.1/tcp/0',
+    ]);
+    expect(start.code).toBe(1);
+    expect(start.stderr).toMatch(/packages\/app cannot run its tests: .*Run `npm ci` in/);
   }, 120_000);
 });
