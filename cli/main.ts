@@ -55,12 +55,20 @@ function exit(code: number): void {
   process.stdout.write('', () => process.exit(code));
 }
 
-main(process.argv.slice(2)).then(exit, (err: unknown) => {
+const argv = process.argv.slice(2);
+main(argv).then(exit, (err: unknown) => {
   if (err instanceof CliError) {
     process.stderr.write(`vtnode: ${err.message}\n`);
+    // A script asked for JSON: the refusal is JSON on stdout too, never an empty stdout.
+    if (argv.includes('--json'))
+      process.stdout.write(`${JSON.stringify({ error: err.message, exitCode: err.exitCode })}\n`);
     exit(err.exitCode);
   } else {
     process.stderr.write(`vtnode: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    if (argv.includes('--json'))
+      process.stdout.write(
+        `${JSON.stringify({ error: err instanceof Error ? err.message : String(err), exitCode: 1 })}\n`,
+      );
     exit(1);
   }
 });

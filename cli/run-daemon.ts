@@ -1,6 +1,7 @@
 import { startDaemon } from '../node/daemon.ts';
 import type { DataDir, FleetFile, NodeConfig } from '../node/data-dir.ts';
 import { createModelService } from '../node/models/service.ts';
+import { refuseUnreadyWorkspace } from './scorer.ts';
 
 /** Runs a node in the foreground until SIGINT/SIGTERM or `vtnode leave`; resolves to the exit code. */
 export async function runDaemonForeground(
@@ -8,6 +9,8 @@ export async function runDaemonForeground(
   fleet: FleetFile,
   config: NodeConfig,
 ): Promise<number> {
+  // A node advertises its workspaces: one where tests cannot run must not be advertised.
+  for (const dir of config.workspaces) refuseUnreadyWorkspace(dir);
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once('SIGINT', onSignal);

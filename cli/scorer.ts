@@ -1,9 +1,11 @@
 import { join } from 'node:path';
 import { resolveDataDir } from '../node/data-dir.ts';
 import { workspaceId } from '../node/workspace/content-id.ts';
+import type { Task } from '../protocol/task.ts';
 import { createScoringCache } from '../sandbox/cache.ts';
 import { BackendUnavailableError } from '../sandbox/confinement.ts';
 import { createCheckedScorer, SandboxSelfTestError, type Scorer } from '../sandbox/scorer.ts';
+import { checkWorkspaceReady, describeReadiness, type Readiness } from '../sandbox/workspace-ready.ts';
 import { CliError } from './command.ts';
 
 /**
@@ -35,4 +37,23 @@ export async function openScorer(options: {
     }
     throw err;
   }
+}
+
+/**
+ * Refuses (CliError) a workspace where the tasks' judges cannot run: runner or dependencies not
+ * installed, workspace packages not built. Without tasks (a node's advertised workspace), its
+ * declared dependencies are checked. The message names what to run.
+ */
+export function refuseUnreadyWorkspace(workspaceDir: string, tasks: readonly Task[] = []): void {
+  let readiness: Readiness;
+  try {
+    readiness = checkWorkspaceReady({
+      workspace: workspaceDir,
+      runners: [...new Set(tasks.map((t) => t.judge.runner))],
+      packageDirs: ['', ...new Set(tasks.flatMap((t) => (t.judge.cwd ? [t.judge.cwd] : [])))],
+    });
+  } catch (err) {
+    throw new CliError(`workspace ${workspaceDir}: ${(err as Error).message}`);
+  }
+  if (!readiness.ok) throw new CliError(describeReadiness(workspaceDir, readiness));
 }

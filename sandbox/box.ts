@@ -4,23 +4,23 @@ import { chmod, lstat, mkdir, readdir, realpath, rm, symlink, unlink, writeFile 
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
+import { type BoxPlan, boxLayout, scanWorkspace, type WorkspaceScan } from './box-layout.ts';
 
 const execFileAsync = promisify(execFile);
 
-/** Top-level entries never copied into a box: heavy read-only trees are linked, VCS data is left out. */
-const LINKED = new Set(['node_modules']);
-const SKIPPED = new Set(['.git']);
-/** Cache folders inside node_modules that tools write: each box gets its own (empty) instead. */
-const BOX_CACHES = new Set(['.vite', '.vite-temp', '.cache']);
-
 export interface Box {
-  /** Absolute path of the box (the copy of the workspace). */
+  /** Absolute path of the box's copy of the workspace: the run's working directory and its only writable folder. */
   dir: string;
-  /** Real paths the box links to read-only (its node_modules); the backend must bind them. */
+  /**
+   * Absolute path of the box folder: `dir` itself, or the folder mirroring the install root that `dir`
+   * sits in when the workspace is a member of a monorepo (see box-layout.ts). Removed by dispose().
+   */
+  root: string;
+  /** Real paths the run must see read-only (node_modules, linked packages, `root` when it is not `dir`). */
   linked: string[];
   /** Removes the box, whatever happened inside (never follows symlinks out of it). */
   dispose(): Promise<void>;
-  /** Writes files over the box (box-relative path → content), like the creation overlay. */
+  /** Writes files over the box's workspace copy (workspace-relative path → content), like the creation overlay. */
   write(overlay: Record<string, string>): Promise<void>;
 }
 
@@ -31,6 +31,8 @@ export interface CreateBoxOptions {
   boxesDir?: string;
   /** Files written over the clone: workspace-relative path → content. */
   overlay?: Record<string, string>;
+  /** The workspace as scanned by scanWorkspace() (scanned now when absent; pass one to reuse it). */
+  scan?: WorkspaceScan;
 }
 
 /** The copy-on-write clone command for this platform: reflinks on Linux (btrfs/xfs), clonefile on APFS. */
@@ -49,7 +51,55 @@ export function insideBox(root: string, rel: string): string {
   return full;
 }
 
-/** Writes files over a box, never through a symlinked parent or target planted in the workspace. */
+/**
+ * Clones the workspace into a fresh box laid out by boxLayout(): the workspace's files copy-on-write
+ * (`.git` left out), its node_modules and every ancestor's up to the install root as folders of links
+ * (never copied), the install root's config files; then the overlay (the candidate) written over its
+ * targets. The box's workspace copy also gets private `.home` and `.tmp` folders.
+ */
+export async function createBox(options: CreateBoxOptions): Promise<Box> {
+  const scan = options.scan ?? (await scanWorkspace(options.workspace));
+  const wanted = options.boxesDir ?? join(tmpdir(), 'vtnode-boxes');
+  await mkdir(wanted, { recursive: true, mode: 0o755 });
+  const boxesDir = await realpath(wanted);
+  // The creator's pid is in the name, so boxes left by a killed scorer can be swept (sweepStaleBoxes).
+  const root = join(boxesDir, `box-${process.pid}-${randomBytes(8).toString('hex')}`);
+  await mkdir(root, { mode: 0o700 });
+  const dispose = () => rm(root, { recursive: true, force: true, maxRetries: 3 });
+  try {
+    const plan = boxLayout(scan, root);
+    await materialize(plan, root);
+    const dir = plan.workspaceDir === '' ? root : join(root, plan.workspaceDir);
+    await writeOverlay(dir, options.overlay ?? {});
+    await mkdir(join(dir, '.home'), { mode: 0o700 });
+    await mkdir(join(dir, '.tmp'), { mode: 0o700 });
+    await chmod(root, 0o755);
+    return {
+      dir,
+      root,
+      linked: dir === root ? plan.readOnly : [...plan.readOnly, root],
+      dispose,
+      write: (overlay) => writeOverlay(dir, overlay),
+    };
+  } catch (err) {
+    await dispose();
+    throw err;
+  }
+}
+
+/** Executes a box plan under `root`: folders, copy-on-write clones (one `cp` per folder), links. */
+export async function materialize(plan: BoxPlan, root: string): Promise<void> {
+  for (const d of plan.dirs) await mkdir(join(root, d), { mode: 0o755 });
+  const byFolder = new Map<string, string[]>();
+  for (const c of plan.clones) byFolder.set(c.into, [...(byFolder.get(c.into) ?? []), c.from]);
+  for (const [into, sources] of byFolder) {
+    const [cmd, ...args] = cloneArgv(process.platform, sources, join(root, into));
+    await execFileAsync(cmd!, args);
+  }
+  for (const l of plan.links) await symlink(l.target, insideBox(root, l.path));
+}
+
+/** Writes the candidate files, never through a symlinked parent or target planted in the workspace. */
 async function writeOverlay(dir: string, overlay: Record<string, string>): Promise<void> {
   for (const [rel, content] of Object.entries(overlay)) {
     const target = insideBox(dir, rel);
@@ -62,47 +112,9 @@ async function writeOverlay(dir: string, overlay: Record<string, string>): Promi
   }
 }
 
-/**
- * Clones the workspace into a fresh box: every top-level entry copied copy-on-write, node_modules
- * linked (not copied) to the workspace's real node_modules, `.git` left out, then the overlay (the
- * candidate) written over its targets. The box also gets private `.home` and `.tmp` folders.
- */
-export async function createBox(options: CreateBoxOptions): Promise<Box> {
-  const workspace = await realpath(options.workspace);
-  const wanted = options.boxesDir ?? join(tmpdir(), 'vtnode-boxes');
-  await mkdir(wanted, { recursive: true, mode: 0o755 });
-  const boxesDir = await realpath(wanted);
-  // The creator's pid is in the name, so boxes left by a killed scorer can be swept (sweepStaleBoxes).
-  const dir = join(boxesDir, `box-${process.pid}-${randomBytes(8).toString('hex')}`);
-  await mkdir(dir, { mode: 0o700 });
-  const dispose = () => rm(dir, { recursive: true, force: true, maxRetries: 3 });
-  try {
-    const entries = await readdir(workspace);
-    const copied = entries.filter((e) => !LINKED.has(e) && !SKIPPED.has(e)).map((e) => join(workspace, e));
-    if (copied.length > 0) {
-      const [cmd, ...args] = cloneArgv(process.platform, copied, dir);
-      await execFileAsync(cmd!, args);
-    }
-    const linked: string[] = [];
-    for (const e of entries.filter((x) => LINKED.has(x))) {
-      const real = await realpath(join(workspace, e));
-      // A real folder of per-entry links, not one link: tools write caches beside the packages
-      // (vite bundles vitest.config.ts into node_modules/.vite-temp), and those must land in the box.
-      await mkdir(join(dir, e), { mode: 0o755 });
-      for (const pkg of await readdir(real)) {
-        if (!BOX_CACHES.has(pkg)) await symlink(join(real, pkg), join(dir, e, pkg));
-      }
-      linked.push(real);
-    }
-    await writeOverlay(dir, options.overlay ?? {});
-    await mkdir(join(dir, '.home'), { mode: 0o700 });
-    await mkdir(join(dir, '.tmp'), { mode: 0o700 });
-    await chmod(dir, 0o755);
-    return { dir, linked, dispose, write: (overlay) => writeOverlay(dir, overlay) };
-  } catch (err) {
-    await dispose();
-    throw err;
-  }
+/** The run's working directory in a box: the workspace copy, or the judge's `cwd` inside it. */
+export function boxCwd(box: Pick<Box, 'dir'>, judgeCwd?: string): string {
+  return judgeCwd === undefined || judgeCwd === '.' ? box.dir : insideBox(box.dir, judgeCwd);
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, realpath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Task } from '../protocol/task.ts';
-import { type Box, createBox, insideBox } from './box.ts';
+import { type Box, boxCwd, createBox, insideBox } from './box.ts';
 import type { Confinement, RunResult } from './confinement.ts';
 import { HARNESS_DIR, harnessSetup, instrumentTestFile } from './integrity/rewrite.ts';
 import { type SentinelReading, splitSentinels } from './integrity/sentinel.ts';
@@ -83,14 +83,18 @@ async function judgedOverlay(
 function processFailure(run: RunResult, limits: Limits): Pick<JudgeRun, 'failure' | 'infra'> | null {
   if (run.aborted) return { failure: null, infra: 'the run was aborted' };
   if (run.cpuExceeded)
-    return { failure: `the candidate exhausted its CPU budget (${Math.round(limits.cpuSeconds)} s)`, infra: null };
+    return {
+      failure: `the candidate exhausted its CPU budget (${Math.round(limits.cpuSeconds)} s)`,
+      infra: null,
+    };
   if (run.limitExceeded) return { failure: `the run exceeded its ${run.limitExceeded} limit`, infra: null };
   if (run.timedOut)
     return {
       failure: null,
       infra: `the run hit its wall-clock limit of ${Math.round(limits.wallMs / 1000)} s without exhausting its CPU budget (a loaded machine?)`,
     };
-  if (run.outputCapped) return { failure: `the run printed more than ${limits.outputBytes} bytes`, infra: null };
+  if (run.outputCapped)
+    return { failure: `the run printed more than ${limits.outputBytes} bytes`, infra: null };
   if (run.survivors > 0) return { failure: `${run.survivors} process(es) outlived the run`, infra: null };
   return null;
 }
@@ -130,7 +134,8 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     const reportPath = join(reportDir, `report-${randomBytes(8).toString('hex')}.json`);
     const run = await confinement.run({
       argv: await judge.argv({ box: box.dir, node: NODE, reportPath }, testFiles),
-      cwd: box.dir,
+      // A monorepo member with its own runner config runs from its folder (judge.cwd).
+      cwd: boxCwd(box, task.judge.cwd),
       box: box.dir,
       readOnlyPaths: await readOnlyFor(box, judge),
       protectedPaths: protect.map((p) => join(box.dir, p)),

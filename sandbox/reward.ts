@@ -59,7 +59,9 @@ export function computeReward(input: RewardInput): RewardResult {
   zero.push(...input.runFailures);
   zero.push(...input.verdictReasons);
   for (const t of input.tamper)
-    zero.push(`tamper pattern added: ${t.name} (×${t.added})${t.examples?.length ? `: ${t.examples.join(' | ')}` : ''}`);
+    zero.push(
+      `tamper pattern added: ${t.name} (×${t.added})${t.examples?.length ? `: ${t.examples.join(' | ')}` : ''}`,
+    );
   if (counted === 0) zero.push('no test ran');
   else if (input.passed === 0) zero.push('every test failed');
   if (input.kind === 'tests') {

@@ -12,11 +12,12 @@ import { INTEGRITY_DIGEST } from './integrity/rewrite.ts';
 import { sentinelProblems } from './integrity/sentinel.ts';
 import { createJudgeRunner, type JudgeRun } from './judge-run.ts';
 import { judgeFor } from './judges/index.ts';
+import { packageVersion } from './judges/package.ts';
 import { countCases, inventoryDifferences, type TestCase } from './judges/verdict.ts';
 import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
 import { addedPatterns, LINTS } from './lints.ts';
-import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
 import { sandboxLog } from './log.ts';
+import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
 import { addedTamper } from './tamper.ts';
 
 export interface ScorerOptions {
@@ -238,15 +239,6 @@ export function createScorer(options: ScorerOptions): Scorer {
     return id;
   }
 
-  async function versionOf(box: string, pkg: string): Promise<string | null> {
-    try {
-      const text = await readFile(join(box, 'node_modules', pkg, 'package.json'), 'utf8');
-      return `${pkg}@${(JSON.parse(text) as { version?: string }).version ?? 'unknown'}`;
-    } catch {
-      return null;
-    }
-  }
-
   async function fingerprintFor(task: Task, workspaceDir: string): Promise<string> {
     const judge = judgeFor(task.judge.runner);
     return evaluationFingerprint({
@@ -254,7 +246,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       limits: limitsFor(task.judge.timeoutMs, baseLimits),
       workspaceId: await workspaceId(workspaceDir),
       node: process.version,
-      tsc: await versionOf(workspaceDir, 'typescript'),
+      tsc: await packageVersion(workspaceDir, 'typescript'),
       runner: await judge.version(workspaceDir).catch(() => 'unknown'),
       judge: task.judge,
       lintFactor,

@@ -166,7 +166,8 @@ function collectScope(sf: ts.SourceFile): Scope {
       for (const n of names) declared.add(n);
       if (node.moduleSpecifier.text.startsWith('.')) for (const n of names) relativeImports.add(n);
       // `import proc from 'node:process'` is `process` under another name.
-      if (/^(?:node:)?process$/.test(node.moduleSpecifier.text)) for (const n of names) aliases.set(n, 'process');
+      if (/^(?:node:)?process$/.test(node.moduleSpecifier.text))
+        for (const n of names) aliases.set(n, 'process');
     }
     if (ts.isImportEqualsDeclaration(node)) declared.add(node.name.text);
     if (ts.isVariableDeclaration(node) && node.initializer && isPlainChain(node.initializer)) {

@@ -2,7 +2,7 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readTasksFile, type TaskLine } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
-import { openScorer } from '../scorer.ts';
+import { openScorer, refuseUnreadyWorkspace } from '../scorer.ts';
 
 const usage = `Usage: vtnode calibrate --tasks FILE --out FILE [options]
 
@@ -59,6 +59,13 @@ export const command: Command = {
     const lines = await readTasksFile(values.tasks).catch((err: Error) => {
       throw new CliError(err.message);
     });
+    // Every workspace must be able to run its tasks' judges: refuse up front, not as N silent drops.
+    const byWorkspace = new Map<string, TaskLine['task'][]>();
+    for (const { task } of lines) {
+      const dir = values.workspace ?? task.workspace.root;
+      if (dir) byWorkspace.set(dir, [...(byWorkspace.get(dir) ?? []), task]);
+    }
+    for (const [dir, tasks] of byWorkspace) refuseUnreadyWorkspace(dir, tasks);
     const controller = new AbortController();
     const stop = () => controller.abort();
     process.once('SIGINT', stop);
@@ -88,7 +95,8 @@ export const command: Command = {
             signal: controller.signal,
           });
           for (const w of r.warnings) process.stderr.write(`vtnode calibrate: ${task.id}: warning: ${w}\n`);
-          if (r.status === 'error') unscored.push({ taskId: task.id, reason: r.error ?? 'infrastructure failure' });
+          if (r.status === 'error')
+            unscored.push({ taskId: task.id, reason: r.error ?? 'infrastructure failure' });
           else if (r.reward === 1) kept.add(l);
           else
             dropped.push({

@@ -22,11 +22,16 @@ Options:
   --out FILE             tasks file to write, one JSON task per line (default: ./tasks.jsonl)
   --kinds LIST           task kinds: file,tests (default: both)
   --eval-fraction F      fraction of groups held out for eval, by stable hash (default: 0.1)
+  --eval-share F         instead, hold out whole groups (in stable hash order) until this share
+                         of the tasks is in eval: for repositories with few groups
   --eval-modules LIST    hold out every group containing one of these modules
   --max-context N        characters of file context per prompt (default: 60000)
   --deny-terms FILE      never mine a file containing one of these terms (one per line, # comments)
   --include-shared       also mine shared helpers that most modules import
   --timeout-ms N         judge time limit per test run (default: 30 s + 10 s per test file, max 300 s)
+  --skip-install-check   mine even when the judges could not run here as installed (runner or
+                         dependencies missing, workspace packages unbuilt): for a checkout that
+                         another machine installs and scores
   --json                 print the summary as one JSON object on stdout
   -h, --help             this text`;
 
@@ -122,11 +127,13 @@ export const command: Command = {
         out: { type: 'string' },
         kinds: { type: 'string' },
         'eval-fraction': { type: 'string' },
+        'eval-share': { type: 'string' },
         'eval-modules': { type: 'string' },
         'max-context': { type: 'string' },
         'deny-terms': { type: 'string' },
         'include-shared': { type: 'boolean' },
         'timeout-ms': { type: 'string' },
+        'skip-install-check': { type: 'boolean' },
         json: { type: 'boolean' },
       },
       usage,
@@ -145,6 +152,14 @@ export const command: Command = {
         evalFraction > 1
       )
         throw new CliError(`--eval-fraction must be a number in [0, 1], got "${values['eval-fraction']}"`, 2);
+    }
+    let evalShare: number | undefined;
+    if (values['eval-share'] !== undefined) {
+      if (values['eval-fraction'] !== undefined)
+        throw new CliError('--eval-share and --eval-fraction are exclusive: pick one', 2);
+      evalShare = Number(values['eval-share']);
+      if (values['eval-share'].trim() === '' || !(evalShare > 0 && evalShare < 1))
+        throw new CliError(`--eval-share must be a number in (0, 1), got "${values['eval-share']}"`, 2);
     }
     const maxContext = intOption(values['max-context'], 'max-context', 60_000);
     const timeoutMs =
@@ -174,10 +189,12 @@ export const command: Command = {
         root,
         kinds: kinds as TaskKind[],
         evalFraction,
+        ...(evalShare !== undefined ? { evalShare } : {}),
         evalModules: list(values['eval-modules']) ?? [],
         maxContext,
         denyTerms,
         includeShared: values['include-shared'] === true,
+        installCheck: values['skip-install-check'] !== true,
         ...(timeoutMs !== undefined ? { testTimeoutMs: timeoutMs } : {}),
         ...(bar ? { onProgress: (p) => bar.update(p) } : {}),
       });
@@ -200,6 +217,7 @@ export const command: Command = {
         throw err;
       }
     }
+    for (const w of summary.warnings) process.stderr.write(`vtnode mine: warning: ${w}\n`);
     if (values.json) process.stdout.write(`${JSON.stringify({ ...summary, out: ok ? out : null })}\n`);
     else process.stdout.write(humanSummary(summary, ok ? out : null));
     if (summary.leakage > 0) {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { ScoreResult } from '../../sandbox/scorer.ts';
 import { readTasksFile } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
-import { openScorer } from '../scorer.ts';
+import { openScorer, refuseUnreadyWorkspace } from '../scorer.ts';
 
 const usage = `Usage: vtnode score --tasks FILE --task ID --candidate FILE [options]
 
@@ -73,6 +73,7 @@ export const command: Command = {
     await readFile(join(workspaceDir, task.target)).catch(() => {
       throw new CliError(`workspace ${workspaceDir} has no ${task.target}: is it the task's checkout?`);
     });
+    refuseUnreadyWorkspace(workspaceDir, [task]);
     const controller = new AbortController();
     const stop = () => controller.abort();
     process.once('SIGINT', stop);

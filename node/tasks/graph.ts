@@ -1,5 +1,5 @@
 import { getOrInsert } from './multimap.ts';
-import type { ImportRef, ParsedFile } from './parse.ts';
+import type { ImportedName, ImportRef, ParsedFile } from './parse.ts';
 import type { Resolver } from './resolve.ts';
 
 /** An import of one workspace file by another, resolved. */
@@ -23,7 +23,11 @@ export interface ImportGraph {
    * `export { a as b } from` and `export * from`. `*` as local name means the whole file (a namespace).
    */
   declarers(file: string, name: string): [string, string][];
-  /** Files whose code runs or whose names are used when `names` are imported from `file`. */
+  /**
+   * Files whose code runs or whose names are used when `names` are imported from `file` (`*`: all of
+   * it): `file` itself, the files declaring the names (through `export ... from` and `export *` chains),
+   * every file a namespace reaches, and the files a facade's wrappers and top-level code call into.
+   */
   touched(file: string, names: readonly string[]): Set<string>;
 }
 
@@ -68,10 +72,59 @@ export function buildGraph(files: ReadonlyMap<string, ParsedFile>, resolver: Res
     return unique;
   };
 
-  const closure = (file: string, acc: Set<string>) => {
-    if (acc.has(file)) return;
-    acc.add(file);
-    for (const edge of outMap.get(file) ?? []) if (edge.ref.reexports) closure(edge.to, acc);
+  const facade = (file: string): boolean => files.get(file)?.facade ?? false;
+  const edgeFor = (file: string, specifier: string) =>
+    (outMap.get(file) ?? []).find((e) => e.ref.specifier === specifier);
+
+  /** Walks what importing names runs: declaring files, whole files for `*`, wrappers' callees. */
+  const touched = (file: string, names: readonly string[]): Set<string> => {
+    const acc = new Set<string>();
+    const wholeSeen = new Set<string>();
+    const declSeen = new Set<string>();
+    const enter = (f: string) => {
+      if (acc.has(f)) return;
+      acc.add(f);
+      if (facade(f)) for (const dep of files.get(f)!.effects) takeImported(f, dep);
+    };
+    const takeImported = (f: string, dep: ImportedName) => {
+      const edge = edgeFor(f, dep.specifier);
+      if (!edge) return;
+      if (dep.name === '*') takeAll(edge.to);
+      else takeName(edge.to, dep.name);
+    };
+    const takeDecl = (f: string, exported: string) => {
+      const key = `${f}\0${exported}`;
+      if (declSeen.has(key)) return;
+      declSeen.add(key);
+      enter(f);
+      if (!facade(f)) return;
+      const parsed = files.get(f)!;
+      for (const dep of parsed.uses[parsed.localExports[exported] ?? exported] ?? []) takeImported(f, dep);
+    };
+    const takeName = (f: string, name: string) => {
+      enter(f);
+      for (const [decl, local] of declarers(f, name)) {
+        if (local === '*') takeAll(decl);
+        else takeDecl(decl, local);
+      }
+    };
+    const takeAll = (f: string) => {
+      if (wholeSeen.has(f)) return;
+      wholeSeen.add(f);
+      enter(f);
+      for (const name of files.get(f)?.exports ?? []) takeDecl(f, name);
+      for (const edge of outMap.get(f) ?? [])
+        for (const [, orig] of edge.ref.reexports ?? []) {
+          if (orig === '*') takeAll(edge.to);
+          else takeName(edge.to, orig);
+        }
+    };
+    enter(file);
+    for (const name of names) {
+      if (name === '*') takeAll(file);
+      else takeName(file, name);
+    }
+    return acc;
   };
 
   return {
@@ -79,17 +132,6 @@ export function buildGraph(files: ReadonlyMap<string, ParsedFile>, resolver: Res
     out: (file) => outMap.get(file) ?? [],
     into: (file) => inMap.get(file) ?? [],
     declarers: (file, name) => declarers(file, name),
-    touched(file, names) {
-      const acc = new Set<string>([file]);
-      for (const name of names) {
-        if (name === '*') closure(file, acc);
-        else
-          for (const [decl, local] of declarers(file, name)) {
-            if (local === '*') closure(decl, acc);
-            else acc.add(decl);
-          }
-      }
-      return acc;
-    },
+    touched,
   };
 }

@@ -5,12 +5,14 @@ import { fingerprint, sha256Hex } from '../../protocol/canonical.ts';
 import { parseWith } from '../../protocol/parse.ts';
 import { type JudgeSpec, Task } from '../../protocol/task.ts';
 import { VTNODE_VERSION } from '../../protocol/version.ts';
+import { describeReadiness } from '../../sandbox/workspace-ready.ts';
 import { logger } from '../logger.ts';
 import { workspaceIdentity } from '../workspace/content-id.ts';
 import { analyse } from './analyse.ts';
 import { findDeniedTerm } from './deny.ts';
 import { isCodeFile, listWorkspaceFiles } from './files.ts';
 import { buildGraph } from './graph.ts';
+import { judgeCwdFor, mineReadiness } from './install-check.ts';
 import { checkLeakage, type Leak } from './leakage.ts';
 import { mapLimit } from './limit.ts';
 import { pairedSource } from './modules.ts';
@@ -20,7 +22,7 @@ import { declaredDependencies, readProject, tsconfigFor } from './project.ts';
 import { type ContextFile, filePrompt, moduleSystemOf, packContext, testsPrompt } from './prompt.ts';
 import { createResolver } from './resolve.ts';
 import { detectRunner, inTestDir, looksLikeTest } from './runners.ts';
-import { type Group, splitGroups } from './split.ts';
+import { type Group, holdOutByShare, splitGroups, splitWarnings } from './split.ts';
 
 /** Version of the miner recorded on every task: bump when prompts or judge specs change. */
 export const MINER_VERSION = `${VTNODE_VERSION}+mine.1`;
@@ -37,6 +39,11 @@ export interface MineOptions {
   kinds?: readonly TaskKind[];
   /** Fraction of groups (by stable hash) held out for eval; 0.1 by default. */
   evalFraction?: number;
+  /**
+   * Hold out whole groups, in stable hash order, until this share of the TASKS is in eval (for
+   * repositories with too few groups for a fraction of groups); replaces evalFraction when set.
+   */
+  evalShare?: number;
   /** Modules whose whole group is held out for eval. */
   evalModules?: readonly string[];
   /** Characters of context (file text) per prompt; 60,000 by default. */
@@ -47,6 +54,12 @@ export interface MineOptions {
   includeShared?: boolean;
   /** Wall-clock limit of one judge run; by default 30 s plus 10 s per test file, at most 5 minutes. */
   testTimeoutMs?: number;
+  /**
+   * Refuse (MineError) when the judges could not run in the workspace as installed: runner or
+   * dependencies not installed, workspace packages the tests import not built. True by default; turn
+   * off to mine a checkout that another machine installs and scores.
+   */
+  installCheck?: boolean;
   /** Aborts mining between files. */
   signal?: AbortSignal;
   /** Called as files are read and tasks are built (for a progress bar). */
@@ -84,8 +97,10 @@ export interface MineSummary {
   withoutTypecheck: number;
   files: { code: number; sources: number; tests: number; typeTests: number; support: number };
   durationMs: number;
-  /** Milliseconds per phase: identity, discover, read, graph, tasks, leakage. */
+  /** Milliseconds per phase: identity, discover, read, graph, install-check, tasks, leakage. */
   timings: Record<string, number>;
+  /** Problems that do not stop mining (an empty eval split, ...): the CLI prints them on stderr. */
+  warnings: string[];
 }
 
 export interface MineResult {
@@ -114,6 +129,9 @@ export async function mine(options: MineOptions): Promise<MineResult> {
   const maxContext = options.maxContext ?? 60_000;
   if (!(evalFraction >= 0 && evalFraction <= 1))
     throw new MineError(`eval fraction must be in [0, 1], got ${evalFraction}`);
+  const evalShare = options.evalShare ?? null;
+  if (evalShare !== null && !(evalShare > 0 && evalShare < 1))
+    throw new MineError(`eval share must be in (0, 1), got ${evalShare}`);
   if (!Number.isInteger(maxContext) || maxContext < 0)
     throw new MineError(`max context must be a non-negative integer`);
   const info = await stat(root).catch(() => null);
@@ -195,6 +213,14 @@ export async function mine(options: MineOptions): Promise<MineResult> {
 
   const graph = buildGraph(parsed, createResolver(project));
   lap('graph');
+  const warnings: string[] = [];
+  const testSide = [...parsed.values()].filter((f) => looksLikeTest(f.path) || inTestDir(f.path));
+  const readiness = mineReadiness(project, runner.name, testSide);
+  if (!readiness.ok) {
+    if (options.installCheck ?? true) throw new MineError(describeReadiness(root, readiness));
+    warnings.push(`install check skipped: ${describeReadiness(root, readiness)}`);
+  }
+  lap('install-check');
   const {
     kindOf,
     sources,
@@ -226,7 +252,8 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     throw new MineError(
       `--eval-modules names unknown module(s): ${unknown.join(', ')}; modules: ${[...allModules].sort().join(', ')}`,
     );
-  const groups = splitGroups(allModules, links, evalFraction, evalModules);
+  // With --eval-share, groups are held out by task share once tasks are known (see holdOutByShare).
+  let groups = splitGroups(allModules, links, evalShare !== null ? 0 : evalFraction, evalModules);
   const groupOf = (file: string) => groups.get(moduleOfFile.get(file)!)!;
 
   // Judge helpers.
@@ -246,6 +273,8 @@ export async function mine(options: MineOptions): Promise<MineResult> {
       typecheck: typecheck(target, [...testFiles, ...types]),
       flaky: testFiles.some((t) => parsed.get(t)!.usesTimers),
     };
+    const cwd = judgeCwdFor(project, runner.name, testFiles);
+    if (cwd !== undefined) spec.cwd = cwd;
     if (types.length > 0) spec.typeTests = types;
     return spec;
   };
@@ -450,6 +479,12 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     }
   }
 
+  if (evalShare !== null) {
+    const tasksOf = new Map<string, number>();
+    for (const t of tasks) tasksOf.set(t.group, (tasksOf.get(t.group) ?? 0) + 1);
+    groups = holdOutByShare(groups, tasksOf, evalShare);
+    for (const t of tasks) t.split = groups.get(t.module)!.split;
+  }
   lap('tasks');
   const leaks = checkLeakage(tasks, (t) => parsed.get(t.target)!.text);
   lap('leakage');
@@ -478,6 +513,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     },
     durationMs: 0,
     timings,
+    warnings,
   };
   const groupTasks = new Map<string, number>();
   for (const t of tasks) {
@@ -493,6 +529,9 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     ...g,
     tasks: groupTasks.get(g.id) ?? 0,
   }));
+  summary.warnings.push(
+    ...splitWarnings(summary.bySplit, summary.groups.length, { evalFraction, evalShare }),
+  );
   summary.durationMs = Math.round(performance.now() - started);
   return { tasks, summary };
 }

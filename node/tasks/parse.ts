@@ -16,6 +16,12 @@ export interface ImportRef {
   reexports?: [string, string][];
 }
 
+/** A name one file takes from another: the import's specifier and the name in that module (`*`: all of it). */
+export interface ImportedName {
+  specifier: string;
+  name: string;
+}
+
 /** What the miner needs to know about one TS/JS file, read with the TypeScript parser (no type-checking). */
 export interface ParsedFile {
   /** Workspace-relative POSIX path. */
@@ -30,6 +36,20 @@ export interface ParsedFile {
   declarations: string[];
   /** True when the file declares nothing and only re-exports other files (a barrel). */
   barrel: boolean;
+  /** Exported name -> the local declaration it exports, where the two differ (`export { a as b }`, `default`). */
+  localExports: Record<string, string>;
+  /**
+   * True for a file tests import to reach others: it re-exports, or it is an `index` file. Its
+   * wrappers' callees are followed (`uses`, `effects`); those of other files are not.
+   */
+  facade: boolean;
+  /**
+   * Facades only: local top-level declaration -> the imported names its code refers to (`export const
+   * hsl = useMode(modeHsl)` uses `useMode` and `modeHsl`), through other local declarations too.
+   */
+  uses: Record<string, ImportedName[]>;
+  /** Facades only: imported names top-level code that declares nothing refers to (it runs on load). */
+  effects: ImportedName[];
   /** True when the code uses timers (setTimeout, fake timers, system time, node:timers, mock.timers). */
   usesTimers: boolean;
 }
@@ -54,6 +74,8 @@ const TIMER_NAMES = new Set([
   'runOnlyPendingTimers',
   'setSystemTime',
 ]);
+/** An `index` file: the entry of a folder, a facade even when it declares everything itself. */
+const INDEX_FILE = /^index\.[cm]?[jt]sx?$/;
 const TIMER_MODULES = new Set(['timers', 'node:timers', 'timers/promises', 'node:timers/promises']);
 
 function scriptKind(path: string): ts.ScriptKind {
@@ -99,6 +121,17 @@ function commonJsExports(expr: ts.Expression): string[] {
   return names;
 }
 
+/** True for an identifier that names a property (`a.x`, `{ x: 1 }`), not a binding in scope. */
+function isPropertyName(id: ts.Identifier): boolean {
+  const p = id.parent;
+  return (
+    (ts.isPropertyAccessExpression(p) && p.name === id) ||
+    (ts.isPropertyAssignment(p) && p.name === id) ||
+    (ts.isMethodDeclaration(p) && p.name === id) ||
+    (ts.isPropertyDeclaration(p) && p.name === id)
+  );
+}
+
 function moduleName(node: ts.Expression | undefined): string | null {
   return node && ts.isStringLiteralLike(node) ? node.text : null;
 }
@@ -123,6 +156,14 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
   let declaresSomething = false;
   let reexportsSomething = false;
 
+  // Local name -> what it imports, so `export { x }` of an imported x is a re-export, and the names a
+  // declaration's code refers to can be followed into the files that define them.
+  const bindings = new Map<string, { ref: ImportRef; name: string }>();
+  const localExports: Record<string, string> = {};
+  const localExportList: [string, string][] = [];
+  const declStatements: [string[], ts.Node][] = [];
+  const effectStatements: ts.Node[] = [];
+
   const declare = (names: string[], exported: boolean, isDefault = false) => {
     declaresSomething = true;
     declarations.push(...names);
@@ -137,26 +178,40 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
       if (spec === null) continue;
       const clause = stmt.importClause;
       // A side-effect import (`import './x'`) takes no names: it only runs the module.
-      const names: string[] = [];
-      if (clause) {
-        if (clause.name) names.push('default');
-        const nb = clause.namedBindings;
-        if (nb && ts.isNamespaceImport(nb)) names.push('*');
-        else if (nb) for (const el of nb.elements) names.push((el.propertyName ?? el.name).text);
+      const ref: ImportRef = { specifier: spec, names: [], typeOnly: false };
+      const nb = clause?.namedBindings;
+      if (clause?.name) {
+        ref.names.push('default');
+        bindings.set(clause.name.text, { ref, name: 'default' });
       }
-      const typeOnly =
+      if (nb && ts.isNamespaceImport(nb)) {
+        ref.names.push('*');
+        bindings.set(nb.name.text, { ref, name: '*' });
+      } else if (nb)
+        for (const el of nb.elements) {
+          const name = (el.propertyName ?? el.name).text;
+          ref.names.push(name);
+          if (!el.isTypeOnly) bindings.set(el.name.text, { ref, name });
+        }
+      ref.typeOnly =
         clause?.isTypeOnly === true ||
         (clause !== undefined &&
           !clause.name &&
-          clause.namedBindings !== undefined &&
-          ts.isNamedImports(clause.namedBindings) &&
-          clause.namedBindings.elements.length > 0 &&
-          clause.namedBindings.elements.every((e) => e.isTypeOnly));
-      imports.push({ specifier: spec, names, typeOnly });
+          nb !== undefined &&
+          ts.isNamedImports(nb) &&
+          nb.elements.length > 0 &&
+          nb.elements.every((e) => e.isTypeOnly));
+      imports.push(ref);
     } else if (ts.isImportEqualsDeclaration(stmt)) {
       if (ts.isExternalModuleReference(stmt.moduleReference)) {
         const spec = moduleName(stmt.moduleReference.expression);
-        if (spec !== null) imports.push({ specifier: spec, names: ['*'], typeOnly: stmt.isTypeOnly });
+        if (spec !== null) {
+          const ref: ImportRef = { specifier: spec, names: ['*'], typeOnly: stmt.isTypeOnly };
+          imports.push(ref);
+          bindings.set(stmt.name.text, { ref, name: '*' });
+          if (exported) localExportList.push([stmt.name.text, stmt.name.text]);
+          continue;
+        }
       }
       declare([stmt.name.text], exported);
     } else if (ts.isExportDeclaration(stmt)) {
@@ -176,16 +231,23 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
           reexports: pairs,
         });
       } else if (clause && ts.isNamedExports(clause)) {
-        // `export { a, b as c }` of local declarations
-        for (const el of clause.elements) exports.push(el.name.text);
+        // `export { a, b as c }`: of local declarations, or of imported names (then a re-export).
+        for (const el of clause.elements)
+          localExportList.push([el.name.text, (el.propertyName ?? el.name).text]);
       }
     } else if (ts.isExportAssignment(stmt)) {
-      declaresSomething = true;
-      exports.push('default');
+      if (ts.isIdentifier(stmt.expression)) localExportList.push(['default', stmt.expression.text]);
+      else {
+        declaresSomething = true;
+        exports.push('default');
+        localExports['default'] = 'default';
+        declStatements.push([['default'], stmt]);
+      }
     } else if (ts.isVariableStatement(stmt)) {
       const names: string[] = [];
       for (const d of stmt.declarationList.declarations) bindingNames(d.name, names);
       declare(names, exported);
+      declStatements.push([names, stmt]);
     } else if (
       ts.isFunctionDeclaration(stmt) ||
       ts.isClassDeclaration(stmt) ||
@@ -198,12 +260,79 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
       if (name === null) continue;
       // `export default function f` declares f and exports `default`.
       declare([name], exported, isDefault);
+      if (isDefault) localExports['default'] = name;
+      declStatements.push([[name], stmt]);
     } else {
       // expression statements, etc.: code that runs, so the file is not a pure barrel
-      if (!ts.isEmptyStatement(stmt)) declaresSomething = true;
+      if (!ts.isEmptyStatement(stmt)) {
+        declaresSomething = true;
+        effectStatements.push(stmt);
+      }
       if (ts.isExpressionStatement(stmt)) exports.push(...commonJsExports(stmt.expression));
     }
   }
+
+  // `export { x as y }` / `export default x` of an imported x passes the import through: a re-export.
+  for (const [as, local] of localExportList) {
+    const bound = bindings.get(local);
+    if (bound) {
+      reexportsSomething = true;
+      bound.ref.reexports = [...(bound.ref.reexports ?? []), [as, bound.name]];
+    } else {
+      exports.push(as);
+      if (as !== local) localExports[as] = local;
+    }
+  }
+  const facade = reexportsSomething || INDEX_FILE.test(path.slice(path.lastIndexOf('/') + 1));
+  // What each top-level declaration's code refers to: imported names, and other local declarations
+  // (whose own references count too: `labOf` calling the wrapper `lab` reaches what `lab` calls).
+  const localNames = new Set(declStatements.flatMap(([names]) => names));
+  const referencesIn = (node: ts.Node): { imported: ImportedName[]; locals: string[] } => {
+    const imported = new Map<string, ImportedName>();
+    const locals = new Set<string>();
+    const walk = (n: ts.Node): void => {
+      if (ts.isIdentifier(n) && !isPropertyName(n)) {
+        const bound = bindings.get(n.text);
+        if (bound && !bound.ref.typeOnly)
+          imported.set(`${bound.ref.specifier}\0${bound.name}`, {
+            specifier: bound.ref.specifier,
+            name: bound.name,
+          });
+        else if (localNames.has(n.text)) locals.add(n.text);
+      }
+      ts.forEachChild(n, walk);
+    };
+    walk(node);
+    return { imported: [...imported.values()], locals: [...locals] };
+  };
+  const direct = new Map<string, { imported: ImportedName[]; locals: string[] }>();
+  for (const [names, node] of facade ? declStatements : []) {
+    const refs = referencesIn(node);
+    for (const n of names) direct.set(n, refs);
+  }
+  const usesOf = (name: string): ImportedName[] => {
+    const found = new Map<string, ImportedName>();
+    const seen = new Set<string>();
+    const visit = (n: string) => {
+      if (seen.has(n)) return;
+      seen.add(n);
+      const refs = direct.get(n);
+      for (const i of refs?.imported ?? []) found.set(`${i.specifier}\0${i.name}`, i);
+      for (const l of refs?.locals ?? []) visit(l);
+    };
+    visit(name);
+    return [...found.values()];
+  };
+  const uses: Record<string, ImportedName[]> = {};
+  for (const name of facade ? direct.keys() : []) {
+    const used = usesOf(name);
+    if (used.length > 0) uses[name] = used;
+  }
+  const importedNamesIn = (node: ts.Node): ImportedName[] => {
+    const refs = referencesIn(node);
+    return [...refs.imported, ...refs.locals.flatMap(usesOf)];
+  };
+  const effects = facade ? effectStatements.flatMap(importedNamesIn) : [];
 
   // Dynamic import(), require() and timer use anywhere in the file (identifiers, not text in strings).
   let usesTimers = false;
@@ -258,6 +387,10 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
     declarations: [...new Set(declarations)],
     barrel: reexportsSomething && !declaresSomething,
     usesTimers,
+    localExports,
+    facade,
+    uses,
+    effects,
   };
 }
 

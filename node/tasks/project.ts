@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, posix, relative, sep } from 'node:path';
 import ts from 'typescript';
+import { findInstallRoot, isWorkspaceMember, workspacePatternsAt } from '../../sandbox/install-root.ts';
 
 /** The parts of a package.json the miner reads. */
 export interface PackageJson {
@@ -9,6 +10,8 @@ export interface PackageJson {
   module?: string;
   types?: string;
   exports?: unknown;
+  /** Package-internal import map (`#internal` specifiers). */
+  imports?: unknown;
   workspaces?: string[] | { packages?: string[] };
   scripts?: Record<string, string>;
   dependencies?: Record<string, string>;
@@ -31,8 +34,14 @@ export interface TsConfigInfo {
   path: string;
   /** Workspace-relative directory `paths` targets are resolved against. */
   pathsBase: string;
-  /** `compilerOptions.paths`, as written. */
+  /** `compilerOptions.paths`, as written (inherited through `extends` too). */
   paths: Record<string, string[]>;
+  /** Workspace-relative `baseUrl` (bare specifiers resolve under it), or null when unset. */
+  baseUrl: string | null;
+  /** `customConditions` (besides the standard ones) for package `exports`/`imports`. */
+  conditions: string[];
+  /** Workspace-relative [outDir, rootDir] when both are set: built files map back to sources. */
+  outToRoot: [string, string] | null;
   /** Workspace-relative files the config type-checks. */
   covers: Set<string>;
 }
@@ -52,6 +61,11 @@ export interface ProjectInfo {
   files: string[];
   /** Config files present at the root (vitest.config.ts, jest.config.js, ...), by name. */
   rootConfigs: string[];
+  /**
+   * The package.json of the monorepo root this root is a member of (its dependencies are hoisted
+   * there: the runner is often declared only there), or null when the root is its own install root.
+   */
+  hostPackage: PackageJson | null;
 }
 
 function readJson(path: string): unknown {
@@ -60,36 +74,6 @@ function readJson(path: string): unknown {
   } catch {
     return null;
   }
-}
-
-/** Converts a workspace glob (`packages/*`, `apps/**`, `tools/cli`) to a RegExp over directory paths. */
-export function workspaceGlob(pattern: string): RegExp {
-  const clean = pattern.replace(/^\.\//, '').replace(/\/+$/, '');
-  const src = clean
-    .split('/')
-    .map((seg) => (seg === '**' ? '.*' : seg.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')))
-    .join('/');
-  return new RegExp(`^${src}$`);
-}
-
-function workspacePatterns(root: string, json: PackageJson | null): string[] {
-  const ws = json?.workspaces;
-  const fromPkg = Array.isArray(ws) ? ws : (ws?.packages ?? []);
-  const out = [...fromPkg];
-  const pnpm = join(root, 'pnpm-workspace.yaml');
-  if (existsSync(pnpm)) {
-    // The `packages:` list of pnpm-workspace.yaml: `- 'packages/*'` lines under it.
-    let inPackages = false;
-    for (const line of readFileSync(pnpm, 'utf8').split('\n')) {
-      if (/^packages\s*:/.test(line)) inPackages = true;
-      else if (/^\S/.test(line)) inPackages = false;
-      else if (inPackages) {
-        const m = /^\s*-\s*['"]?([^'"#]+?)['"]?\s*(#.*)?$/.exec(line);
-        if (m?.[1]) out.push(m[1]);
-      }
-    }
-  }
-  return out;
 }
 
 function loadTsConfig(root: string, rel: string): TsConfigInfo | null {
@@ -101,10 +85,14 @@ function loadTsConfig(root: string, rel: string): TsConfigInfo | null {
   const toRel = (p: string) => relative(root, p).split(sep).join('/');
   const base =
     (parsed.options['pathsBasePath'] as string | undefined) ?? parsed.options.baseUrl ?? join(root, dir);
+  const { outDir, rootDir, baseUrl, customConditions } = parsed.options;
   return {
     path: rel,
-    pathsBase: toRel(parsed.options.baseUrl ?? base),
+    pathsBase: toRel(baseUrl ?? base),
     paths: (parsed.options.paths as Record<string, string[]> | undefined) ?? {},
+    baseUrl: baseUrl ? toRel(baseUrl) : null,
+    conditions: customConditions ?? [],
+    outToRoot: outDir && rootDir ? [toRel(outDir), toRel(rootDir)] : null,
     covers: new Set(parsed.fileNames.map(toRel)),
   };
 }
@@ -112,9 +100,7 @@ function loadTsConfig(root: string, rel: string): TsConfigInfo | null {
 /** Reads package.json files, workspace members and tsconfigs of the repository at `root`. */
 export function readProject(root: string, allFiles: string[]): ProjectInfo {
   const rootPackage = readJson(join(root, 'package.json')) as PackageJson | null;
-  const patterns = workspacePatterns(root, rootPackage);
-  const include = patterns.filter((p) => !p.startsWith('!')).map(workspaceGlob);
-  const exclude = patterns.filter((p) => p.startsWith('!')).map((p) => workspaceGlob(p.slice(1)));
+  const patterns = workspacePatternsAt(root);
 
   const packages: WorkspacePackage[] = [];
   const foreign: string[] = [];
@@ -125,7 +111,7 @@ export function readProject(root: string, allFiles: string[]): ProjectInfo {
     .sort((a, b) => a.length - b.length);
   for (const dir of pkgDirs) {
     if (foreign.some((f) => dir.startsWith(`${f}/`))) continue;
-    const member = include.some((re) => re.test(dir)) && !exclude.some((re) => re.test(dir));
+    const member = isWorkspaceMember(patterns, dir);
     if (!member) {
       foreign.push(dir);
       continue;
@@ -147,7 +133,10 @@ export function readProject(root: string, allFiles: string[]): ProjectInfo {
   const rootConfigs = files.filter(
     (f) => !f.includes('/') && /\.config\.[cm]?[jt]s$|^\.mocharc|^jest\.config/.test(f),
   );
-  return { root, rootPackage, packages, foreign, tsconfigs, files, rootConfigs };
+  const installRoot = findInstallRoot(root);
+  const hostPackage =
+    installRoot === root ? null : ((readJson(join(installRoot, 'package.json')) as PackageJson | null) ?? {});
+  return { root, rootPackage, packages, foreign, tsconfigs, files, rootConfigs, hostPackage };
 }
 
 /** The monorepo member owning `path`, or null for the root package. */
@@ -165,10 +154,10 @@ export function tsconfigFor(project: ProjectInfo, path: string): TsConfigInfo | 
   );
 }
 
-/** All dependency names declared by the root package and every member. */
+/** All dependency names declared by the root package, every member, and the monorepo root hosting the root. */
 export function declaredDependencies(project: ProjectInfo): Set<string> {
   const out = new Set<string>();
-  for (const json of [project.rootPackage, ...project.packages.map((p) => p.json)]) {
+  for (const json of [project.rootPackage, project.hostPackage, ...project.packages.map((p) => p.json)]) {
     for (const field of ['dependencies', 'devDependencies', 'peerDependencies'] as const) {
       for (const name of Object.keys(json?.[field] ?? {})) out.add(name);
     }

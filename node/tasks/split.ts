@@ -88,3 +88,51 @@ export function splitGroups(
   }
   return byModule;
 }
+
+/**
+ * Holds out whole groups for eval until they hold at least `share` of the tasks: groups are taken in
+ * the order of their stable hash (so the choice does not depend on file order), groups already held
+ * out (`--eval-modules`) count toward the share, and a group is never split. At least one group with
+ * tasks stays in train. Returns the groups by module, with split and reason updated.
+ */
+export function holdOutByShare(
+  byModule: ReadonlyMap<string, Group>,
+  tasksOf: ReadonlyMap<string, number>,
+  share: number,
+): Map<string, Group> {
+  const groups = [...new Map([...byModule.values()].map((g) => [g.id, g])).values()];
+  const total = groups.reduce((n, g) => n + (tasksOf.get(g.id) ?? 0), 0);
+  let held = groups.filter((g) => g.split === 'eval').reduce((n, g) => n + (tasksOf.get(g.id) ?? 0), 0);
+  const candidates = groups
+    .filter((g) => g.split === 'train' && (tasksOf.get(g.id) ?? 0) > 0)
+    .map((g) => ({ g, h: groupHash(g.modules) }))
+    .sort((a, b) => a.h - b.h || (a.g.id < b.g.id ? -1 : 1));
+  const updated = new Map<string, Group>();
+  for (const [i, { g, h }] of candidates.entries()) {
+    if (held >= share * total || i === candidates.length - 1) break;
+    held += tasksOf.get(g.id) ?? 0;
+    updated.set(g.id, {
+      ...g,
+      split: 'eval',
+      reason: `--eval-share ${share}: held out in hash order (hash ${h.toFixed(4)})`,
+    });
+  }
+  return new Map([...byModule].map(([m, g]) => [m, updated.get(g.id) ?? g]));
+}
+
+/** Warnings about a split that cannot measure anything: an empty eval or an empty train split. */
+export function splitWarnings(
+  bySplit: Record<'train' | 'eval', number>,
+  groups: number,
+  how: { evalFraction: number; evalShare: number | null },
+): string[] {
+  if (bySplit.train + bySplit.eval === 0) return [];
+  if (bySplit.eval === 0)
+    return [
+      how.evalShare !== null
+        ? `the eval split is empty: --eval-share ${how.evalShare} cannot hold out a group without emptying train (${groups} group(s)); name modules with --eval-modules`
+        : `the eval split is empty: none of the ${groups} group(s) hashes below --eval-fraction ${how.evalFraction}; hold out by task share with --eval-share 0.1, or name modules with --eval-modules`,
+    ];
+  if (bySplit.train === 0) return [`the train split is empty: all ${groups} group(s) are held out for eval`];
+  return [];
+}

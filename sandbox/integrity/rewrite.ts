@@ -13,7 +13,15 @@ export const HARNESS_DIR = dirname(fileURLToPath(import.meta.url));
  */
 export const INTEGRITY_DIGEST = (() => {
   const h = createHash('sha256');
-  for (const f of ['harden.mjs', 'record.mjs', 'vitest.mjs', 'node-test.mjs', 'rewrite.ts', 'sentinel.ts', '../tamper.ts'])
+  for (const f of [
+    'harden.mjs',
+    'record.mjs',
+    'vitest.mjs',
+    'node-test.mjs',
+    'rewrite.ts',
+    'sentinel.ts',
+    '../tamper.ts',
+  ])
     h.update(readFileSync(join(HARNESS_DIR, f)));
   return `sha256:${h.digest('hex')}`;
 })();

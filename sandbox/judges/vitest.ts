@@ -1,7 +1,8 @@
-import { readFile, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import type { Judge, JudgeContext } from './judge.ts';
+import { packageVersion } from './package.ts';
 import { type CaseStatus, failureLine, type TestCase, type Verdict, VerdictError } from './verdict.ts';
 
 const AssertionResult = z.object({
@@ -109,10 +110,7 @@ export function createVitestJudge(): Judge {
     readOnlyPaths: () => [],
     parse: parseVitestReport,
     async version(box: string) {
-      const pkg = JSON.parse(await readFile(join(box, 'node_modules', 'vitest', 'package.json'), 'utf8')) as {
-        version?: string;
-      };
-      return `vitest@${pkg.version ?? 'unknown'}`;
+      return (await packageVersion(box, 'vitest')) ?? 'vitest@unknown';
     },
   };
 }

@@ -101,7 +101,17 @@ describe('vtnode mine', () => {
       'src/b/b.test.ts': testFile("import { twice } from './b.ts';", 'expect(twice).toBeGreaterThan(6);'),
     });
     const out = join(root, 'tasks.jsonl');
-    const r = await vtnode(['mine', '--root', root, '--out', out, '--eval-modules', 'a', '--json']);
+    const r = await vtnode([
+      'mine',
+      '--root',
+      root,
+      '--skip-install-check',
+      '--out',
+      out,
+      '--eval-modules',
+      'a',
+      '--json',
+    ]);
     expect(r.code).toBe(1);
     const summary = JSON.parse(r.stdout);
     expect(summary.leakage).toBe(1);
@@ -118,13 +128,14 @@ describe('vtnode mine', () => {
       'src/a.test.ts': testFile("import { a } from './index.ts';", 'expect(a).toBe(1);'),
     });
     const out = join(root, 't.jsonl');
-    const r = await vtnode(['mine', '--root', root, '--out', out, '--kinds', 'file']);
+    const r = await vtnode(['mine', '--root', root, '--skip-install-check', '--out', out, '--kinds', 'file']);
     expect(r.code).toBe(0); // a.ts is mined through the barrel
     await writeFile(join(root, 'deny.txt'), 'export const a\n');
     const denied = await vtnode([
       'mine',
       '--root',
       root,
+      '--skip-install-check',
       '--out',
       out,
       '--kinds',
@@ -152,6 +163,7 @@ describe('vtnode mine', () => {
       'mine',
       '--root',
       root,
+      '--skip-install-check',
       '--out',
       join(root, 't.jsonl'),
       '--deny-terms',

@@ -62,7 +62,7 @@ const blocks = (t: Task) => [...user(t).matchAll(/^### (\S+) \(/gm)].map((m) => 
 beforeAll(async () => {
   root = await copyTree(ledgerRoot);
   await gitCommitAll(root);
-  result = await mine({ root });
+  result = await mine({ root, installCheck: false });
 });
 afterAll(cleanupTemp);
 
@@ -89,7 +89,7 @@ describe('mining the example corpus', () => {
   });
 
   it('mines the shared helper when asked', async () => {
-    const r = await mine({ root, includeShared: true, kinds: ['file'] });
+    const r = await mine({ root, installCheck: false, includeShared: true, kinds: ['file'] });
     const t = r.tasks.find((x) => x.target === 'src/util/assert.ts');
     expect(t?.mustDeclare).toEqual(['LedgerError', 'invariant']);
     expect(t?.judge.testFiles).toContain('src/util/assert.test.ts');
@@ -147,7 +147,7 @@ describe('mining the example corpus', () => {
   });
 
   it('cuts context at the budget and still lists every declaration of the module', async () => {
-    const r = await mine({ root, maxContext: 200, kinds: ['file'] });
+    const r = await mine({ root, installCheck: false, maxContext: 200, kinds: ['file'] });
     const t = r.tasks.find((x) => x.target === 'src/journal/entry.ts')!;
     const text = user(t);
     expect(blocks(t)).toEqual([]);
@@ -158,7 +158,7 @@ describe('mining the example corpus', () => {
     // At any budget: shown text fits, every other file of the module is shown or cut, and every
     // declaration of every other file of the module is listed.
     const budget = 1500;
-    const r2 = await mine({ root, maxContext: budget, kinds: ['file'] });
+    const r2 = await mine({ root, installCheck: false, maxContext: budget, kinds: ['file'] });
     let cutSomewhere = 0;
     for (const t of r2.tasks) {
       const text = user(t);
@@ -260,14 +260,14 @@ describe('mining the example corpus', () => {
   });
 
   it('is deterministic: same ids and prompts on a second run', async () => {
-    const again = await mine({ root });
+    const again = await mine({ root, installCheck: false });
     expect(again.tasks.map((t) => [t.id, t.promptFingerprint])).toEqual(
       result.tasks.map((t) => [t.id, t.promptFingerprint]),
     );
   });
 
   it('holds out whole groups with evalModules', async () => {
-    const r = await mine({ root, evalModules: ['dates', 'journal'] });
+    const r = await mine({ root, installCheck: false, evalModules: ['dates', 'journal'] });
     const evalModules = [...new Set(r.tasks.filter((t) => t.split === 'eval').map((t) => t.module))].sort();
     expect(evalModules).toEqual([
       'accounts',
@@ -281,12 +281,14 @@ describe('mining the example corpus', () => {
     ]);
     expect(r.summary.bySplit.eval + r.summary.bySplit.train).toBe(r.summary.tasks);
     expect(r.summary.leakage).toBe(0);
-    await expect(mine({ root, evalModules: ['nope'] })).rejects.toThrow(/unknown module\(s\): nope/);
+    await expect(mine({ root, installCheck: false, evalModules: ['nope'] })).rejects.toThrow(
+      /unknown module\(s\): nope/,
+    );
   });
 
   it('records an unclean tree', async () => {
     await appendFile(join(root, 'src/format/table.ts'), '\n// edited\n');
-    const r = await mine({ root, kinds: ['tests'] });
+    const r = await mine({ root, installCheck: false, kinds: ['tests'] });
     expect(r.summary.workspace.clean).toBe(false);
     expect(r.tasks.every((t) => t.workspace.clean === false)).toBe(true);
     expect(r.summary.workspace.id).not.toBe(result.summary.workspace.id);

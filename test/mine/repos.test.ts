@@ -19,7 +19,7 @@ describe('node:test repository', () => {
   it('mines a JavaScript repository that tests with node:test', async () => {
     const root = await copyTree(nodeTestFixture);
     await gitCommitAll(root);
-    const { tasks, summary } = await mine({ root });
+    const { tasks, summary } = await mine({ root, installCheck: false });
     expect(summary.runner).toBe('node:test');
     expect(summary.runnerEvidence).toContain('node --test');
     expect(tasks.map((t) => `${t.kind}:${t.target}`)).toEqual([
@@ -97,7 +97,7 @@ describe('layouts and resolution', () => {
       },
       { git: true },
     );
-    const { tasks, summary } = await mine({ root });
+    const { tasks, summary } = await mine({ root, installCheck: false });
     expect(tasks.map((t) => `${t.kind}:${t.target}:${t.module}`)).toEqual([
       'file:packages/app/src/total.ts:@acme/app',
       'file:packages/core/src/math.ts:@acme/core',
@@ -139,7 +139,7 @@ describe('layouts and resolution', () => {
       'src/b/only-types.test-d.ts':
         "import { expectTypeOf, test } from 'vitest';\nimport type { Y } from './only-types.ts';\ntest('t', () => { expectTypeOf<Y>().toBeString(); });\n",
     });
-    const { tasks, summary } = await mine({ root });
+    const { tasks, summary } = await mine({ root, installCheck: false });
     const x = tasks.find((t) => t.target === 'src/a/x.ts')!;
     expect(x.judge.testFiles).toEqual(['tests/a/x.more.test.ts', 'tests/a/x.test.ts']);
     expect(x.judge.typeTests).toEqual(['src/a/x.test-d.ts']);
@@ -176,7 +176,7 @@ describe('split and leakage', () => {
 
   it('joins a module into a group through a test that imports another module’s source', async () => {
     const root = await makeRepo(repo());
-    const { tasks, summary } = await mine({ root, evalModules: ['a'] });
+    const { tasks, summary } = await mine({ root, installCheck: false, evalModules: ['a'] });
     const splitOf = (m: string) => [...new Set(tasks.filter((t) => t.module === m).map((t) => t.split))];
     expect(splitOf('a')).toEqual(['eval']);
     expect(splitOf('b')).toEqual(['eval']);
@@ -191,12 +191,12 @@ describe('split and leakage', () => {
 
   it('splits by a stable group hash against the eval fraction', async () => {
     const root = await makeRepo(repo());
-    const all = await mine({ root, evalFraction: 1 });
+    const all = await mine({ root, installCheck: false, evalFraction: 1 });
     expect(all.summary.bySplit).toEqual({ train: 0, eval: all.summary.tasks });
-    const none = await mine({ root, evalFraction: 0 });
+    const none = await mine({ root, installCheck: false, evalFraction: 0 });
     expect(none.summary.bySplit).toEqual({ train: none.summary.tasks, eval: 0 });
-    const half = await mine({ root, evalFraction: 0.5 });
-    const again = await mine({ root, evalFraction: 0.5 });
+    const half = await mine({ root, installCheck: false, evalFraction: 0.5 });
+    const again = await mine({ root, installCheck: false, evalFraction: 0.5 });
     expect(half.tasks.map((t) => t.split)).toEqual(again.tasks.map((t) => t.split));
     for (const g of half.summary.groups)
       expect(
@@ -216,7 +216,7 @@ describe('split and leakage', () => {
       ),
     };
     const root = await makeRepo(files);
-    const { summary } = await mine({ root, evalModules: ['a'] });
+    const { summary } = await mine({ root, installCheck: false, evalModules: ['a'] });
     expect(summary.leakage).toBe(1);
     expect(summary.leaks).toContainEqual({
       evalTask: expect.stringContaining('file:src/a/shared-copy.ts'),
@@ -229,8 +229,8 @@ describe('split and leakage', () => {
 describe('bad input', () => {
   it('refuses a root with no tests', async () => {
     const root = await makeRepo({ 'package.json': vitestPackage, 'src/a.ts': 'export const a = 1;\n' });
-    await expect(mine({ root })).rejects.toThrow(MineError);
-    await expect(mine({ root })).rejects.toThrow(
+    await expect(mine({ root, installCheck: false })).rejects.toThrow(MineError);
+    await expect(mine({ root, installCheck: false })).rejects.toThrow(
       /no test files under .*Only modules with tests can be mined/,
     );
   });
@@ -241,14 +241,14 @@ describe('bad input', () => {
       'src/a.ts': 'export const a = 1;\n',
       'src/a.test.ts': "import { a } from './a.ts';\nif (a !== 1) throw new Error('a');\n",
     };
-    await expect(mine({ root: await makeRepo(files) })).rejects.toThrow(
+    await expect(mine({ root: await makeRepo(files), installCheck: false })).rejects.toThrow(
       /no test runner found: expected vitest/,
     );
     const jest = {
       ...files,
       'package.json': JSON.stringify({ name: 'x', devDependencies: { jest: '29.7.0' } }),
     };
-    await expect(mine({ root: await makeRepo(jest) })).rejects.toThrow(
+    await expect(mine({ root: await makeRepo(jest), installCheck: false })).rejects.toThrow(
       /test runner jest \(jest is a dependency\) is not supported yet; supported: vitest, node:test/,
     );
     await expect(mine({ root: '/nonexistent/vtnode-root' })).rejects.toThrow(/is not a directory/);
@@ -262,7 +262,7 @@ describe('bad input', () => {
       'src/broken.ts': 'export function broken( {\n  return 1;\n',
       'src/broken.test.ts': testFile("import { broken } from './broken.ts';", 'expect(broken()).toBe(1);'),
     });
-    const { tasks, summary } = await mine({ root });
+    const { tasks, summary } = await mine({ root, installCheck: false });
     expect(summary.skipped).toContainEqual({
       path: 'src/broken.ts',
       reason: expect.stringMatching(/^unparsable: syntax error at \d+:\d+: ':' expected/),
@@ -282,7 +282,7 @@ describe('bad input', () => {
       'src/a/secret.ts': '// Project NIGHTJAR internal pricing\nexport const margin = 0.42;\n',
       'src/a/secret.test.ts': testFile("import { margin } from './secret.ts';", 'expect(margin).toBe(0.42);'),
     });
-    const { tasks, summary } = await mine({ root, denyTerms: ['nightjar'] });
+    const { tasks, summary } = await mine({ root, installCheck: false, denyTerms: ['nightjar'] });
     expect(summary.skipped).toEqual([
       { path: 'src/a/secret.ts', reason: 'contains a denied term (#1 of --deny-terms)' },
       { path: 'src/a/secret.test.ts', reason: 'imports no source file of the workspace' },
@@ -293,8 +293,10 @@ describe('bad input', () => {
 
   it('rejects bad options', async () => {
     const root = await makeRepo(repoMin());
-    await expect(mine({ root, evalFraction: 1.5 })).rejects.toThrow(/eval fraction must be in \[0, 1\]/);
-    await expect(mine({ root, maxContext: -1 })).rejects.toThrow(/max context/);
+    await expect(mine({ root, installCheck: false, evalFraction: 1.5 })).rejects.toThrow(
+      /eval fraction must be in \[0, 1\]/,
+    );
+    await expect(mine({ root, installCheck: false, maxContext: -1 })).rejects.toThrow(/max context/);
   });
 });
 

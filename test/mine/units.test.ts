@@ -216,6 +216,7 @@ describe('deny terms and abort', () => {
       'discover',
       'read',
       'graph',
+      'install-check',
       'tasks',
       'leakage',
     ]);
