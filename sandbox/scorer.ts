@@ -121,6 +121,11 @@ function summary(r: RunResult): RunSummary {
   };
 }
 
+/** The working directory of a task's test run inside `root` (a box or the workspace): judge.cwd or the root. */
+export function runCwd(root: string, task: Task): string {
+  return task.judge.cwd ? insideBox(root, task.judge.cwd) : root;
+}
+
 /** `npx tool …` runs the workspace's own bin (offline, no npm inside the box). */
 export function resolveTypecheckArgv(argv: string[], box: string): string[] {
   let rest = argv;
@@ -177,7 +182,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       workspaceId: await workspaceId(workspaceDir),
       node: process.version,
       tsc: await versionOf(workspaceDir, 'typescript'),
-      runner: await judge.version(workspaceDir).catch(() => 'unknown'),
+      runner: await judge.version(workspaceDir, runCwd(workspaceDir, task)).catch(() => 'unknown'),
       judge: task.judge,
       lintFactor,
     });
@@ -221,10 +226,11 @@ export function createScorer(options: ScorerOptions): Scorer {
       const reportDir = join(box.dir, '.vtnode');
       await mkdir(reportDir, { mode: 0o755 });
       const reportPath = join(reportDir, `report-${randomBytes(8).toString('hex')}.json`);
-      const argv = await judge.argv({ box: box.dir, node, reportPath }, task.judge.testFiles);
+      const cwd = runCwd(box.dir, task);
+      const argv = await judge.argv({ box: box.dir, cwd, node, reportPath }, task.judge.testFiles);
       const run = await confinement.run({
         argv,
-        cwd: box.dir,
+        cwd,
         box: box.dir,
         readOnlyPaths: await readOnlyFor(box, judge),
         env: envFor(box.dir),
@@ -340,6 +346,11 @@ export function createScorer(options: ScorerOptions): Scorer {
       if (verdict) {
         const disagreement = exitCodeDisagreement(verdict, cand.run.exitCode);
         if (disagreement) verdictReasons.push(disagreement);
+        // Failures no test case carries (a file that did not load, an after hook): the run failed.
+        if (verdict.errors.length > 0)
+          verdictReasons.push(
+            `the runner reported ${verdict.errors.length} error(s) outside any test case: ${verdict.errors[0]}`,
+          );
         verdictReasons.push(
           ...inventoryDifferences(ref.cases, verdict.cases, task.kind === 'tests' ? [task.target] : []),
         );
