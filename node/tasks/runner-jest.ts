@@ -53,7 +53,6 @@ const LOADING_FLAGS = [
   '--preset',
   '--transform',
   '--setupFiles',
-  '--setupFilesAfterEach',
   '--setupFilesAfterEnv',
   '--testEnvironment',
   '--env',
