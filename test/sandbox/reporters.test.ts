@@ -167,7 +167,9 @@ it('really fails', () => { throw new Error('real'); });
       'test/flaky.spec.js | retried > passes on its second attempt | passed',
     ]);
     // The beforeEach failure is carried by the cases it stopped; the after-all failure by none.
-    expect(v.errors).toEqual(['test/flaky.spec.js: "after all" hook for "passes before it": after-all failed']);
+    expect(v.errors).toEqual([
+      'test/flaky.spec.js: "after all" hook for "passes before it": after-all failed',
+    ]);
     expect(r.code).toBeGreaterThan(0);
     expect(r.stderr).toContain('mocha: 3 passed, 3 failed, 1 skipped');
   }, 60_000);
@@ -287,14 +289,36 @@ describe('jest report parser', () => {
       /outside the box/,
     );
   });
-  it('keeps tests out of the reporting process and caches out of node_modules', () => {
-    const flags = jestFlags({ box, cwd: box, node: 'node', reportPath: `${box}/.vtnode/r.json` });
-    expect(flags).toContain('--runTestsByPath');
-    expect(flags).toContain('--cache=false');
-    expect(flags).toContain(`--cacheDirectory=${box}/.tmp/jest-cache`);
-    expect(flags.some((f) => f.startsWith('--workerIdleMemoryLimit='))).toBe(true);
+});
+
+describe('jest judge flags, run for real', () => {
+  it('run the tests in a worker, never in band, and override a config that bails', async () => {
+    const root = await workspace('jest', {
+      'package.json': '{}',
+      // Plain CommonJS through jest's default babel-jest; `bail: 1` would stop after the first failing
+      // file and leave no report at all.
+      'jest.config.js': "module.exports = { testEnvironment: 'node', bail: 1 };\n",
+      'a.test.js':
+        "test(`in a worker: ${typeof process.send === 'function'}`, () => { expect(1).toBe(2); });\n",
+      'b.test.js': "test('b fails too', () => { expect(1).toBe(2); });\n",
+    });
+    await symlink(join(JUDGE_FIXTURES, 'jest-ts', 'node_modules'), join(root, 'node_modules'));
+    await mkdir(join(root, '.tmp'));
+    const report = join(root, 'report.json');
+    const flags = jestFlags({ box: root, cwd: root, node: process.execPath, reportPath: report });
     expect(flags).not.toContain('--runInBand');
-  });
+    const bin = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
+    const r = await exec(
+      [process.execPath, bin, ...flags, join(root, 'a.test.js'), join(root, 'b.test.js')],
+      root,
+    );
+    expect(r.code).toBe(1);
+    const v = parseJestReport(await readFile(report, 'utf8'), root);
+    expect(v.cases.map((c) => `${c.file} | ${c.name} | ${c.status}`).sort()).toEqual([
+      'a.test.js | in a worker: true | failed',
+      'b.test.js | b fails too | failed',
+    ]);
+  }, 120_000);
 });
 
 describe('runner packages', () => {
