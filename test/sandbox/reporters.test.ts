@@ -299,9 +299,8 @@ describe('jest judge flags, run for real', () => {
       // file and leave no report at all.
       'jest.config.js': "module.exports = { testEnvironment: 'node', bail: 1 };\n",
       // In band, the test would share the argv (and the process) of the jest that writes the report.
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: the placeholder belongs to the written test file.
       'a.test.js':
-        "test(`in a worker: ${!process.argv.includes('--runTestsByPath')}`, () => { expect(1).toBe(2); });\n",
+        "test('in a worker: ' + !process.argv.includes('--runTestsByPath'), () => { expect(1).toBe(2); });\n",
       'b.test.js': "test('b fails too', () => { expect(1).toBe(2); });\n",
     });
     await symlink(join(JUDGE_FIXTURES, 'jest-ts', 'node_modules'), join(root, 'node_modules'));
