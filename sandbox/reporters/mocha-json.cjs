@@ -88,6 +88,33 @@ function summarise(doc) {
   );
 }
 
+/** The key of a test's outcome: a retried test is a clone, the first attempt stands for all of them. */
+function keyOf(test) {
+  return (typeof test.retriedTest === 'function' && test.retriedTest()) || test;
+}
+
+/** True when a test under `suite` (its own or a nested suite's) failed. */
+function anyFailed(suite, outcomes) {
+  if (suite.tests.some((test) => outcomes.get(keyOf(test))?.status === 'failed')) return true;
+  return suite.suites.some((child) => anyFailed(child, outcomes));
+}
+
+/** Records the tests under `suite` that never reported an outcome because its hook failed. */
+function failUnrun(runner, suite, message, outcomes) {
+  for (const test of suite.tests) {
+    if (outcomes.has(keyOf(test)) || !matchesGrep(runner, test)) continue;
+    const pending = test.isPending();
+    outcomes.set(keyOf(test), {
+      file: test.file || '',
+      name: titlePath(test).join(' > '),
+      status: pending ? 'skipped' : 'failed',
+      ...(pending ? {} : { message: `not run: a hook failed: ${message}`.slice(0, MESSAGE_CHARS) }),
+    });
+  }
+  for (const child of suite.suites) failUnrun(runner, child, message, outcomes);
+}
+
+/** True unless mocha's --grep/--fgrep (kept from the workspace's config) leaves the test out. */
 function matchesGrep(runner, test) {
   const grep = runner._grep;
   if (!(grep instanceof RegExp)) return true;
@@ -105,7 +132,6 @@ class VtnodeJsonReporter {
     const errors = [];
     /** Suites whose hook failed: the tests under them that never ran failed with it. */
     const failedHooks = [];
-    const keyOf = (test) => (typeof test.retriedTest === 'function' && test.retriedTest()) || test;
     const record = (test, status, err) => {
       const c = { file: test.file || '', name: titlePath(test).join(' > '), status };
       if (status === 'failed') c.message = firstLine(err);
@@ -134,8 +160,8 @@ class VtnodeJsonReporter {
       // A failed hook fails the tests it kept from running; it is an error of its own only when no case
       // under its suite carries the failure (an after hook that failed once every test had passed).
       for (const { suite, message, error } of failedHooks) {
-        this.failUnrun(runner, suite, message, outcomes);
-        if (!this.anyFailed(suite, outcomes)) errors.push(error);
+        failUnrun(runner, suite, message, outcomes);
+        if (!anyFailed(suite, outcomes)) errors.push(error);
       }
       state.doc = { format: FORMAT, started: true, complete: true, cases: [...outcomes.values()], errors };
       state.ended = true;
@@ -144,31 +170,6 @@ class VtnodeJsonReporter {
       // Added now, so it runs after every exit listener the test files added.
       process.on('exit', () => writeReport(output, state.doc));
     });
-  }
-
-  /** True when a test under `suite` (its own or a nested suite's) failed. */
-  anyFailed(suite, outcomes) {
-    for (const test of suite.tests) {
-      const key = (typeof test.retriedTest === 'function' && test.retriedTest()) || test;
-      if (outcomes.get(key)?.status === 'failed') return true;
-    }
-    return suite.suites.some((child) => this.anyFailed(child, outcomes));
-  }
-
-  /** Tests under `suite` that never reported an outcome because its hook failed. */
-  failUnrun(runner, suite, message, outcomes) {
-    for (const test of suite.tests) {
-      const key = (typeof test.retriedTest === 'function' && test.retriedTest()) || test;
-      if (outcomes.has(key) || !matchesGrep(runner, test)) continue;
-      const pending = test.isPending();
-      outcomes.set(key, {
-        file: test.file || '',
-        name: titlePath(test).join(' > '),
-        status: pending ? 'skipped' : 'failed',
-        ...(pending ? {} : { message: `not run: a hook failed: ${message}`.slice(0, MESSAGE_CHARS) }),
-      });
-    }
-    for (const child of suite.suites) this.failUnrun(runner, child, message, outcomes);
   }
 }
 
