@@ -1,4 +1,6 @@
-import { matchesGlob, posix } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, matchesGlob, posix } from 'node:path';
+import { atLeast, MIN_JEST } from '../../sandbox/judges/jest.ts';
 import { declaredDependencies, type ProjectInfo } from './project.ts';
 import {
   argsAfter,
@@ -148,6 +150,24 @@ function jestBlockers(source: string, config: StaticConfig | null): string[] {
   return out;
 }
 
+/** The installed jest is too old for the judge (it cannot keep tests out of band): what to do instead. */
+function versionProblem(project: ProjectInfo): string | null {
+  let version: string;
+  try {
+    version =
+      (
+        JSON.parse(readFileSync(join(project.root, 'node_modules', 'jest', 'package.json'), 'utf8')) as {
+          version?: string;
+        }
+      ).version ?? '';
+  } catch {
+    return null; // not installed yet: the scorer says so when it runs
+  }
+  return atLeast(version, MIN_JEST)
+    ? null
+    : `jest ${version} is installed; the judge needs jest ≥ ${MIN_JEST.join('.')} (to run the tests out of the process that writes the report): upgrade jest`;
+}
+
 function scriptProblem(project: ProjectInfo): string | null {
   for (const [name, cmd] of scriptsInvoking(project, 'jest')) {
     const flag = argsAfter(cmd, 'jest').find((a) => LOADING_FLAGS.includes(a.split('=')[0]!));
@@ -174,7 +194,8 @@ export const jestRunner: RunnerAdapter = {
     const cfg = config && blockers.length === 0 ? jestSelectionConfig(config.values) : JEST_DEFAULTS;
     const note =
       blockers.length === 0 ? source : `${source} (${blockers.join(', ')}: jest's default testMatch assumed)`;
-    return { isTestFile: (f) => jestMatches(cfg, f.path), source: note, unsupported: scriptProblem(project) };
+    const unsupported = versionProblem(project) ?? scriptProblem(project);
+    return { isTestFile: (f) => jestMatches(cfg, f.path), source: note, unsupported };
   },
   testStyle(original) {
     if (importsAny(original, ['@jest/globals'])) {

@@ -215,6 +215,17 @@ describe('mining jest and mocha repositories', () => {
     expect(tasks.map((t) => `${t.kind}:${t.target}`)).toEqual(['file:src/add.ts', 'tests:test/add.spec.ts']);
   });
 
+  it('refuses a jest too old for the judge, naming the version it needs', async () => {
+    const root = await makeRepo({
+      'package.json': JSON.stringify({ name: 'j', devDependencies: { jest: '27.5.1' } }),
+      'node_modules/jest/package.json': JSON.stringify({ name: 'jest', version: '27.5.1' }),
+      'src/add.js': source,
+      'src/add.test.js':
+        "import { add } from './add.js';\ntest('adds', () => { expect(add(1, 2)).toBe(3); });\n",
+    });
+    await expect(mine({ root })).rejects.toThrow(/jest 27\.5\.1 is installed; the judge needs jest ≥ 29\.3/);
+  });
+
   it('refuses a jest script that picks another config', async () => {
     const root = await makeRepo({
       'package.json': JSON.stringify({
