@@ -1,6 +1,6 @@
 import { relative, resolve } from 'node:path';
 import type { z } from 'zod';
-import { VerdictError } from './verdict.ts';
+import { failureLine, VerdictError } from './verdict.ts';
 
 /**
  * Parses a runner's JSON report with its schema. Throws VerdictError naming the runner and the first
@@ -44,8 +44,8 @@ export function boxRelative(box: string, file: string, runner: string): string {
 const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
 
 /**
- * The first informative line of a runner's failure text, at most 300 characters: colour codes, blank
- * lines and jest's "● Test suite failed to run" headings are skipped.
+ * The first informative line of a runner's failure text, capped like every failure message (see
+ * failureLine): colour codes, blank lines and jest's "● Test suite failed to run" headings are skipped.
  */
 export function firstLine(text: string, fallback = 'failed'): string {
   const line = text
@@ -53,5 +53,5 @@ export function firstLine(text: string, fallback = 'failed'): string {
     .split('\n')
     .map((l) => l.trim())
     .find((l) => l !== '' && !l.startsWith('●'));
-  return (line ?? fallback).slice(0, 300);
+  return failureLine(line) ?? fallback;
 }

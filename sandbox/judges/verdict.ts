@@ -11,6 +11,17 @@ export interface TestCase {
   message?: string;
 }
 
+/** Longest failure message kept for a test; the integrity sentinel's report line may be longer. */
+const MESSAGE_CHARS = 300;
+const SENTINEL_CHARS = 64 * 1024;
+
+/** The first line of a failure message, capped (the sentinel's report line is kept whole). */
+export function failureLine(raw: string | undefined | null): string | undefined {
+  const line = raw?.split('\n')[0];
+  if (!line) return undefined;
+  return line.slice(0, line.includes('vtnode-sentinel:') ? SENTINEL_CHARS : MESSAGE_CHARS);
+}
+
 /** Per-test results parsed from a runner's machine-readable report. */
 export interface Verdict {
   cases: TestCase[];

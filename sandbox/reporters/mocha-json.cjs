@@ -20,6 +20,7 @@ const { randomBytes } = require('node:crypto');
 
 const FORMAT = 'vtnode-mocha/1';
 const MESSAGE_CHARS = 300;
+const SENTINEL_CHARS = 64 * 1024;
 
 /** The `output=` reporter option as it appears in argv (for the exit before any reporter exists). */
 function outputFromArgv(argv) {
@@ -51,7 +52,9 @@ function firstLine(err) {
   if (err instanceof Error) text = err.message;
   else if (err && typeof err === 'object' && 'message' in err) text = String(err.message);
   else text = String(err);
-  return (text.split('\n')[0] || err?.name || 'failed').slice(0, MESSAGE_CHARS);
+  const line = text.split('\n')[0] || err?.name || 'failed';
+  // The integrity sentinel's report line is kept whole; other messages are capped.
+  return line.slice(0, line.includes('vtnode-sentinel:') ? SENTINEL_CHARS : MESSAGE_CHARS);
 }
 
 const state = { started: false, ended: false, doc: null };

@@ -78,7 +78,9 @@ export default async function* vtnodeJsonReporter(source) {
       const status = caseStatus(event, d);
       if (status === 'failed')
         for (let i = 1; i < d.nesting + 1; i++) failedSuites.add(`${file}\0${stack.slice(0, i).join(' > ')}`);
-      cases.push({ file, name, status, ...(status === 'failed' ? { message: message.slice(0, 300) } : {}) });
+      // The integrity sentinel's report line is kept whole; other messages are capped.
+      const cap = message.includes('vtnode-sentinel:') ? 65536 : 300;
+      cases.push({ file, name, status, ...(status === 'failed' ? { message: message.slice(0, cap) } : {}) });
     }
   }
   yield `${JSON.stringify({ format: 'vtnode-node-test/1', cases, errors })}\n`;

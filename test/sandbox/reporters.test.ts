@@ -144,6 +144,8 @@ process.on('exit', () => fs.writeFileSync(out, fake));
 it('really fails', () => { throw new Error('real'); });
 `,
       'test/loads-badly.spec.js': "throw new Error('cannot load');\n",
+      'test/sentinel.spec.js':
+        "it('vtnode:sentinel', () => { throw new Error('vtnode-sentinel:' + 'x'.repeat(1000)); });\nit('long', () => { throw new Error('y'.repeat(1000)); });\n",
     });
     await symlink(join(JUDGE_FIXTURES, 'mocha-cjs', 'node_modules'), join(root, 'node_modules'));
   });
@@ -179,6 +181,15 @@ it('really fails', () => { throw new Error('real'); });
     const v = parseMochaReport(r.text, root);
     expect(v.cases).toEqual([
       { file: 'test/forges.spec.js', name: 'really fails', status: 'failed', message: 'real' },
+    ]);
+  }, 60_000);
+
+  it('keeps an integrity sentinel line whole, caps other messages', async () => {
+    const r = await runMocha('sentinel', ['test/sentinel.spec.js']);
+    const v = parseMochaReport(r.text, root);
+    expect(v.cases.map((c) => `${c.name}:${c.message?.length}`)).toEqual([
+      `vtnode:sentinel:${'vtnode-sentinel:'.length + 1000}`,
+      'long:300',
     ]);
   }, 60_000);
 
@@ -281,6 +292,28 @@ describe('jest report parser', () => {
     expect(v.cases.at(-1)?.message).toBe('Error: boom');
     expect(v.errors).toEqual(['test/b.test.ts: Cannot find module "x"']);
   });
+  it('keeps an integrity sentinel line whole, caps other messages', () => {
+    const long = 'x'.repeat(1000);
+    const v = parseJestReport(
+      report(
+        [
+          file([
+            {
+              ancestorTitles: [],
+              title: 's',
+              status: 'failed',
+              failureMessages: [`Error: vtnode-sentinel:${long}\n at x`],
+            },
+            { ancestorTitles: [], title: 'o', status: 'failed', failureMessages: [`Error: ${long}`] },
+          ]),
+        ],
+        2,
+      ),
+      box,
+    );
+    expect(v.cases.map((c) => c.message?.length)).toEqual([`Error: vtnode-sentinel:${long}`.length, 300]);
+  });
+
   it('refuses a count that disagrees with the cases listed, and files outside the box', () => {
     expect(() =>
       parseJestReport(report([file([{ ancestorTitles: [], title: 'x', status: 'passed' }])], 2), box),
