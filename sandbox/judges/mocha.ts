@@ -55,7 +55,7 @@ export function parseMochaReport(text: string, box: string): Verdict {
  * The flags of a judged mocha run: the workspace's config through MOCHA_CONFIG (its `spec` would
  * otherwise be added to the given files), vtnode's reporter, `--forbid-only`, and `--exit`: mocha
  * otherwise waits for every handle a test left open (a server, an interval) and the run would only end
- * at the wall limit, a timeout that scores 0 whatever the tests said.
+ * at the wall limit, a run that gives no verdict whatever the tests said.
  */
 export function mochaFlags(ctx: JudgeContext): string[] {
   return [

@@ -46,7 +46,7 @@ export function createNodeTestJudge(): Judge {
         ctx.node,
         '--test',
         // A handle a test leaves open (a server, an interval) would otherwise keep its file's process,
-        // and so the run, alive until the wall limit: a timeout that scores 0 whatever the tests said.
+        // and so the run, alive until the wall limit: a run that gives no verdict whatever the tests said.
         '--test-force-exit',
         `--test-reporter=${NODE_TEST_REPORTER}`,
         `--test-reporter-destination=${ctx.reportPath}`,
