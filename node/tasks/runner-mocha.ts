@@ -121,21 +121,40 @@ function mochaConfig(project: ProjectInfo): { source: string; config: StaticConf
       config: { values: pkg, dynamic: new Set() },
     };
   if (!rc.config) return { source: rc.path, config: null };
-  return { source: rc.path, config: { values: { ...pkg, ...rc.config.values }, dynamic: rc.config.dynamic } };
+  return {
+    source: rc.path,
+    config: { values: mergeLikeMocha(rc.config.values, pkg), dynamic: rc.config.dynamic },
+  };
+}
+
+/** The rc file over package.json "mocha", list options concatenated (rc first), as mocha merges them. */
+export function mergeLikeMocha(
+  rc: Record<string, unknown>,
+  pkg: Record<string, unknown>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...pkg, ...rc };
+  for (const key of Object.keys(rc)) {
+    const [a, b] = [stringList(rc[key]), stringList(pkg[key])];
+    if (a && b && (Array.isArray(rc[key]) || Array.isArray(pkg[key]))) out[key] = [...a, ...b];
+  }
+  return out;
 }
 
 /** Positional arguments (specs) and loading flags of every root script that runs mocha. */
 function scriptArgs(project: ProjectInfo): {
   specs: string[];
+  recursive: boolean;
   flags: { script: string; flag: string; value: string }[];
 } {
   const specs: string[] = [];
+  let recursive = false;
   const flags: { script: string; flag: string; value: string }[] = [];
   for (const [name, cmd] of scriptsInvoking(project, 'mocha')) {
     const args = argsAfter(cmd, 'mocha');
     for (let i = 0; i < args.length; i++) {
       const [flag, inline] = args[i]!.split(/=(.*)/s) as [string, string | undefined];
       if (!flag.startsWith('-')) specs.push(flag);
+      else if (flag === '--recursive') recursive = true;
       else if (VALUE_FLAGS.has(flag)) {
         const value = inline ?? args[++i] ?? '';
         if (flag === '--spec') specs.push(value);
@@ -143,7 +162,7 @@ function scriptArgs(project: ProjectInfo): {
       }
     }
   }
-  return { specs, flags };
+  return { specs, recursive, flags };
 }
 
 /** The first script flag the config does not already carry (the judge would load files without it). */
@@ -189,7 +208,7 @@ export const mochaRunner: RunnerAdapter = {
   },
   testFiles(project): TestSelection {
     const { source, config } = mochaConfig(project);
-    const { specs, flags } = scriptArgs(project);
+    const { specs, recursive, flags } = scriptArgs(project);
     const values = config?.values ?? {};
     const dynamic =
       config === null || ['*', 'spec', 'extension', 'recursive', 'ignore'].some((k) => config.dynamic.has(k));
@@ -197,7 +216,7 @@ export const mochaRunner: RunnerAdapter = {
     const cfg: MochaSelectionConfig = {
       spec: spec.length > 0 ? spec : ['test'],
       extensions: stringList(values['extension']) ?? ['js', 'cjs', 'mjs'],
-      recursive: values['recursive'] === true,
+      recursive: values['recursive'] === true || recursive,
       ignore: stringList(values['ignore']) ?? [],
     };
     // A file mocha loads but that declares no test (a helper in test/) is support, not a test file.

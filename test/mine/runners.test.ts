@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { MineError, mine } from '../../node/tasks/mine.ts';
 import { argsAfter } from '../../node/tasks/runner-common.ts';
 import { JEST_DEFAULTS, jestMatches, jestSelectionConfig } from '../../node/tasks/runner-jest.ts';
-import { type MochaSelectionConfig, mochaMatches } from '../../node/tasks/runner-mocha.ts';
+import { type MochaSelectionConfig, mergeLikeMocha, mochaMatches } from '../../node/tasks/runner-mocha.ts';
 import { readStaticConfig, simpleYaml } from '../../node/tasks/static-config.ts';
 import { cleanupTemp, makeRepo } from './helpers.ts';
 
@@ -110,6 +110,15 @@ describe('which files mocha runs', () => {
     expect(mochaMatches(cfg({ extensions: ['ts'] }), 'test/a.ts')).toBe(true);
     expect(mochaMatches(cfg({}), 'test/.hidden.js')).toBe(false);
   });
+  it('merges .mocharc over package.json "mocha" as mocha does: lists concatenated, the rc first', () => {
+    expect(
+      mergeLikeMocha(
+        { spec: 'test/a.js', timeout: 1, require: ['x'] },
+        { spec: ['test/b.js'], timeout: 2, ui: 'tdd' },
+      ),
+    ).toEqual({ spec: ['test/a.js', 'test/b.js'], timeout: 1, require: ['x'], ui: 'tdd' });
+  });
+
   it('takes globs, files and ignores from the config and the scripts', () => {
     const c = cfg({ spec: ['./src/**/*.spec.ts', 'test/one.js'], ignore: ['src/legacy/**'] });
     expect(mochaMatches(c, 'src/a/b.spec.ts')).toBe(true);
