@@ -132,10 +132,11 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     const reportDir = join(box.dir, '.vtnode');
     await mkdir(reportDir, { recursive: true, mode: 0o755 });
     const reportPath = join(reportDir, `report-${randomBytes(8).toString('hex')}.json`);
+    // A monorepo member with its own runner config runs from its folder (judge.cwd).
+    const cwd = boxCwd(box, task.judge.cwd);
     const run = await confinement.run({
-      argv: await judge.argv({ box: box.dir, node: NODE, reportPath }, testFiles),
-      // A monorepo member with its own runner config runs from its folder (judge.cwd).
-      cwd: boxCwd(box, task.judge.cwd),
+      argv: await judge.argv({ box: box.dir, cwd, node: NODE, reportPath }, testFiles),
+      cwd,
       box: box.dir,
       readOnlyPaths: await readOnlyFor(box, judge),
       protectedPaths: protect.map((p) => join(box.dir, p)),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { sha256Hex } from '../protocol/canonical.ts';
 import type { Task } from '../protocol/task.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
-import { createBox, insideBox, sweepStaleBoxes } from './box.ts';
+import { boxCwd, createBox, insideBox, sweepStaleBoxes } from './box.ts';
 import { type ReferenceCache, referenceKey, type SelfTestCache, type StoredReference } from './cache.ts';
 import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint, SCORER_VERSION } from './fingerprint.ts';
@@ -169,6 +169,11 @@ function verdictReasons(task: Task, ref: Reference, cand: JudgeRun): string[] {
   const out = [...ref.problems];
   if (!cand.verdict) return out;
   if (cand.exitDisagreement) out.push(cand.exitDisagreement);
+  // Failures no test case carries (a file that did not load, an after hook): the run failed.
+  if (cand.verdict.errors.length > 0)
+    out.push(
+      `the runner reported ${cand.verdict.errors.length} error(s) outside any test case: ${cand.verdict.errors[0]}`,
+    );
   for (const [file, reading] of cand.sentinels)
     out.push(...sentinelProblems(file, reading, ref.run.sentinels.get(file)));
   const refCases = ref.run.verdict?.cases ?? [];
@@ -247,7 +252,9 @@ export function createScorer(options: ScorerOptions): Scorer {
       workspaceId: await workspaceId(workspaceDir),
       node: process.version,
       tsc: await packageVersion(workspaceDir, 'typescript'),
-      runner: await judge.version(workspaceDir).catch(() => 'unknown'),
+      runner: await judge
+        .version(workspaceDir, boxCwd({ dir: workspaceDir }, task.judge.cwd))
+        .catch(() => 'unknown'),
       judge: task.judge,
       lintFactor,
       integrity: INTEGRITY_DIGEST,

@@ -79,7 +79,7 @@ function table(rows: string[][]): string {
 function humanSummary(s: MineSummary, out: string | null): string {
   const lines: string[] = [];
   const ws = `${s.workspace.commit ?? 'not a git tree'}${s.workspace.clean ? '' : ' (unclean)'}`;
-  lines.push(`mined ${s.root} (${s.runner}; ${s.runnerEvidence}) at ${ws}`);
+  lines.push(`mined ${s.root} (${s.runner}; ${s.runnerEvidence}; tests from ${s.testSelection}) at ${ws}`);
   const rows = [['module', 'group', 'split', 'file', 'tests']];
   for (const [m, r] of Object.entries(s.byModule).sort())
     rows.push([m, r.group, r.split, String(r.file), String(r.tests)]);

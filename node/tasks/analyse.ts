@@ -4,13 +4,13 @@ import { moduleOf, pairedSource } from './modules.ts';
 import { getOrInsert } from './multimap.ts';
 import type { ParsedFile } from './parse.ts';
 import type { ProjectInfo } from './project.ts';
-import { inTestDir, looksLikeTest, type RunnerAdapter, TYPE_TEST_NAME } from './runners.ts';
+import { inTestDir, looksLikeTest, type TestSelection, TYPE_TEST_NAME } from './runners.ts';
 
 /** What a file is to the miner. */
 export type FileKind = 'source' | 'test' | 'typeTest' | 'support';
 
-/** Tool configuration (vitest.config.ts, eslint.config.js, ...): never a source to mine. */
-const TOOL_CONFIG = /(^|\/)[^/]+\.(config|workspace)\.[cm]?[jt]sx?$/;
+/** Tool configuration (vitest.config.ts, jest.config.js, .mocharc.js, .eslintrc.cjs, ...): never a source to mine. */
+const TOOL_CONFIG = /(^|\/)([^/]+\.(config|workspace)|\.[^/]+rc)\.[cm]?[jt]sx?$/;
 
 /** Which files are sources and tests, which tests exercise which sources, and the modules. */
 export interface Analysis {
@@ -42,7 +42,7 @@ export interface Analysis {
 export function analyse(
   project: ProjectInfo,
   parsed: ReadonlyMap<string, ParsedFile>,
-  runner: RunnerAdapter,
+  selection: TestSelection,
   graph: ImportGraph,
 ): Analysis {
   const kindOf = new Map<string, FileKind>();
@@ -53,7 +53,7 @@ export function analyse(
         ? 'typeTest'
         : TOOL_CONFIG.test(f.path)
           ? 'support'
-          : runner.isTestFile(f)
+          : selection.isTestFile(f)
             ? 'test'
             : inTestDir(f.path) || looksLikeTest(f.path)
               ? 'support'

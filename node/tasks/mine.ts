@@ -78,6 +78,8 @@ export interface MineSummary {
   runner: string;
   /** Why that runner was chosen. */
   runnerEvidence: string;
+  /** Where the runner's choice of test files comes from (its config file, its defaults). */
+  testSelection: string;
   workspace: { id: string; commit: string | null; clean: boolean };
   minerVersion: string;
   /** Number of tasks. */
@@ -118,7 +120,7 @@ export class MineError extends Error {
 
 const log = logger('vtnode:mine');
 
-const TEST_CASE = /\b(it|test)(\.(only|skip|each|concurrent|todo|fails)\b[^(]*)?\s*\(/;
+const TEST_CASE = /\b(it|test|specify)(\.(only|skip|each|concurrent|todo|fails)\b[^(]*)?\s*\(/;
 
 /** Mines tasks from the repository at `options.root`. */
 export async function mine(options: MineOptions): Promise<MineResult> {
@@ -210,6 +212,8 @@ export async function mine(options: MineOptions): Promise<MineResult> {
   const detected = detectRunner(project, candidates);
   if ('error' in detected) throw new MineError(`${root}: ${detected.error}`);
   const runner = detected.runner;
+  const selection = runner.testFiles(project);
+  if (selection.unsupported) throw new MineError(`${root}: ${selection.unsupported}`);
 
   const graph = buildGraph(parsed, createResolver(project));
   lap('graph');
@@ -235,7 +239,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     sourceModules,
     shared,
     links,
-  } = analyse(project, parsed, runner, graph);
+  } = analyse(project, parsed, selection, graph);
   if (tests.length === 0)
     throw new MineError(
       `no ${runner.name} test files under ${root} (${candidates.length} test-like files found, none a ${runner.name} test)`,
@@ -468,7 +472,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
         target,
         moduleSystem: moduleSystemOf(target, file.text),
         module,
-        testStyle: runner.testStyle,
+        testStyle: runner.testStyle(file),
         subjects: shown.map((s) => ({ path: s, specifier: specifierOf(s), exports: parsed.get(s)!.exports })),
         context,
         available,
@@ -492,6 +496,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     root,
     runner: runner.name,
     runnerEvidence: detected.evidence,
+    testSelection: selection.source,
     workspace: { id: identity.id, commit: identity.commit, clean: identity.clean },
     minerVersion: MINER_VERSION,
     tasks: tasks.length,

@@ -1,23 +1,16 @@
-import type { TestRunner } from '../../protocol/task.ts';
 import type { ParsedFile } from './parse.ts';
 import { declaredDependencies, type ProjectInfo } from './project.ts';
+import {
+  importedNames,
+  importsAny,
+  type RunnerAdapter,
+  scriptsMention,
+  type TestSelection,
+} from './runner-common.ts';
+import { jestRunner } from './runner-jest.ts';
+import { mochaRunner } from './runner-mocha.ts';
 
-/**
- * A test runner the miner can mine for. Adding one (jest, mocha) means adding an adapter to RUNNERS
- * (and its name to protocol's TestRunner, so the scorer knows how to run it); nothing else changes.
- */
-export interface RunnerAdapter {
-  /** Name recorded in judge.runner. */
-  readonly name: TestRunner;
-  /** Why the project uses this runner (a dependency, a config file, a script), or null if it does not. */
-  detect(project: ProjectInfo, testCandidates: ParsedFile[]): string | null;
-  /** True for a file this runner executes as a test file. */
-  isTestFile(file: ParsedFile): boolean;
-  /** Module specifiers of the runner's own API: a test file imports them, they are never sources. */
-  readonly apiModules: readonly string[];
-  /** How a test file for this runner is written (one house-rule line for `tests` prompts). */
-  readonly testStyle: string;
-}
+export type { RunnerAdapter, TestSelection } from './runner-common.ts';
 
 /** A runner the miner recognises but cannot mine for yet: detected only to give a clear error. */
 export interface UnsupportedRunner {
@@ -31,36 +24,33 @@ export const TYPE_TEST_NAME = /\.(test|spec)-d\.[cm]?tsx?$/;
 const NODE_TEST_NAME = /(^|\/)(test|test-[^/]*|[^/]*[._-]test)\.[cm]?[jt]s$/;
 const IN_TEST_DIR = /(^|\/)(test|tests|__tests__)\//;
 
-function scriptsMention(project: ProjectInfo, re: RegExp): string | null {
-  const scripts = [project.rootPackage?.scripts ?? {}, ...project.packages.map((p) => p.json.scripts ?? {})];
-  for (const s of scripts)
-    for (const [name, cmd] of Object.entries(s)) if (re.test(cmd)) return `script "${name}": ${cmd}`;
-  return null;
-}
-
-function importsAny(file: ParsedFile, modules: readonly string[]): boolean {
-  return file.imports.some((i) => modules.includes(i.specifier));
+/** A selection that needs no configuration: `isTestFile` decides alone. */
+function fixedSelection(source: string, isTestFile: (f: ParsedFile) => boolean): TestSelection {
+  return { isTestFile, source, unsupported: null };
 }
 
 export const vitestRunner: RunnerAdapter = {
   name: 'vitest',
   apiModules: ['vitest', 'vitest/globals'],
-  testStyle: "Tests run with vitest: import what you use from 'vitest' (describe, it, expect, vi, ...).",
+  testStyle(original) {
+    if (!importsAny(original, ['vitest']))
+      return 'Tests run with vitest with globals enabled: describe, it, expect, vi and the hooks are globals, as in the original.';
+    const names = importedNames(original, ['vitest']);
+    return `Tests run with vitest: import what you use from 'vitest'${names.length > 0 ? ` (the original imports ${names.join(', ')})` : ' (describe, it, expect, vi, ...)'}.`;
+  },
   detect(project) {
     if (declaredDependencies(project).has('vitest')) return 'vitest is a dependency';
     const cfg = project.rootConfigs.find((f) => /^vitest\.(config|workspace)\./.test(f));
     if (cfg) return `${cfg} exists`;
     return scriptsMention(project, /\bvitest\b/);
   },
-  isTestFile(file) {
-    return TEST_NAME.test(file.path);
-  },
+  testFiles: () => fixedSelection('*.test.* / *.spec.* files', (file) => TEST_NAME.test(file.path)),
 };
 
 export const nodeTestRunner: RunnerAdapter = {
   name: 'node:test',
   apiModules: ['node:test', 'test'],
-  testStyle:
+  testStyle: () =>
     "Tests run with Node's built-in runner: import { describe, it } from 'node:test' and assert from 'node:assert/strict'.",
   detect(project, candidates) {
     const script = scriptsMention(project, /\bnode\b[^|&;]*\s--test\b/);
@@ -68,30 +58,33 @@ export const nodeTestRunner: RunnerAdapter = {
     const user = candidates.find((f) => importsAny(f, ['node:test']));
     return user ? `${user.path} imports node:test` : null;
   },
-  isTestFile(file) {
-    if (!importsAny(file, ['node:test', 'test'])) return false;
-    return TEST_NAME.test(file.path) || NODE_TEST_NAME.test(file.path) || IN_TEST_DIR.test(file.path);
-  },
+  testFiles: () =>
+    fixedSelection('files importing node:test', (file) => {
+      if (!importsAny(file, ['node:test', 'test'])) return false;
+      return TEST_NAME.test(file.path) || NODE_TEST_NAME.test(file.path) || IN_TEST_DIR.test(file.path);
+    }),
 };
 
 /** Runners the miner mines for, in order of preference when a project shows several. */
-export const RUNNERS: readonly RunnerAdapter[] = [vitestRunner, nodeTestRunner];
+export const RUNNERS: readonly RunnerAdapter[] = [vitestRunner, jestRunner, mochaRunner, nodeTestRunner];
 
 /** Runners recognised only to say they are not supported yet. */
 export const UNSUPPORTED: readonly UnsupportedRunner[] = [
   {
-    name: 'jest',
+    name: 'ava',
     detect: (p) =>
-      declaredDependencies(p).has('jest')
-        ? 'jest is a dependency'
-        : (p.rootConfigs.find((f) => f.startsWith('jest.config')) ?? scriptsMention(p, /\bjest\b/)),
+      declaredDependencies(p).has('ava')
+        ? 'ava is a dependency'
+        : (p.files.find((f) => /^ava\.config\.[cm]?js$/.test(f)) ??
+          scriptsMention(p, /(^|[\s;&|(/])ava(\s|$)/)),
   },
   {
-    name: 'mocha',
+    name: 'jasmine',
     detect: (p) =>
-      declaredDependencies(p).has('mocha')
-        ? 'mocha is a dependency'
-        : (p.rootConfigs.find((f) => f.startsWith('.mocharc')) ?? scriptsMention(p, /\bmocha\b/)),
+      declaredDependencies(p).has('jasmine')
+        ? 'jasmine is a dependency'
+        : (p.files.find((f) => f === 'spec/support/jasmine.json') ??
+          scriptsMention(p, /(^|[\s;&|(/])jasmine(\s|$)/)),
   },
 ];
 
@@ -128,6 +121,6 @@ export function detectRunner(
       error: `test runner ${other.name} (${other.evidence}) is not supported yet; supported: ${RUNNERS.map((r) => r.name).join(', ')}`,
     };
   return {
-    error: `no test runner found: expected vitest (a dependency or vitest.config.*) or node:test (a "node --test" script, or test files importing node:test)`,
+    error: `no test runner found: expected vitest (a dependency or vitest.config.*), jest (a dependency, jest.config.* or package.json "jest"), mocha (a dependency, .mocharc.* or package.json "mocha") or node:test (a "node --test" script, or test files importing node:test)`,
   };
 }

@@ -1,5 +1,7 @@
 import type { TestRunner } from '../../protocol/task.ts';
+import { createJestJudge } from './jest.ts';
 import type { Judge } from './judge.ts';
+import { createMochaJudge } from './mocha.ts';
 import { createNodeTestJudge } from './node-test.ts';
 import { createVitestJudge } from './vitest.ts';
 
@@ -11,7 +13,8 @@ export function judgeFor(runner: TestRunner): Judge {
     case 'node:test':
       return createNodeTestJudge();
     case 'jest':
+      return createJestJudge();
     case 'mocha':
-      throw new Error(`the ${runner} judge is not available in this version of vtnode`);
+      return createMochaJudge();
   }
 }

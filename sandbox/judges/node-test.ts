@@ -1,8 +1,9 @@
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import type { Judge, JudgeContext } from './judge.ts';
-import { type TestCase, type Verdict, VerdictError } from './verdict.ts';
+import { boxRelative, parseReportJson } from './report-json.ts';
+import type { TestCase, Verdict } from './verdict.ts';
 
 /** The JSON reporter module node:test loads (read-only inside the sandbox). */
 export const NODE_TEST_REPORTER = join(
@@ -27,29 +28,11 @@ export const NodeTestReport = z.object({
 
 /** Parses the node:test JSON report; file paths become box-relative. */
 export function parseNodeTestReport(text: string, box: string): Verdict {
-  const trimmed = text.trim();
-  if (trimmed.includes('\n')) throw new VerdictError('the node:test report has more than one document');
-  let raw: unknown;
-  try {
-    raw = JSON.parse(trimmed);
-  } catch (err) {
-    throw new VerdictError(`the node:test report is not JSON (${(err as Error).message})`);
-  }
-  const parsed = NodeTestReport.safeParse(raw);
-  if (!parsed.success)
-    throw new VerdictError(
-      `the node:test report is malformed: ${parsed.error.issues
-        .slice(0, 3)
-        .map((i) => `${i.path.join('.')}: ${i.message}`)
-        .join('; ')}`,
-    );
-  const rel = (f: string) => {
-    const r = relative(box, resolve(box, f)).split('\\').join('/');
-    if (r.startsWith('..')) throw new VerdictError(`the node:test report names a file outside the box: ${f}`);
-    return r;
-  };
-  const cases: TestCase[] = parsed.data.cases.map((c) => ({ ...c, file: rel(c.file) }));
-  const errors = parsed.data.errors.map((e) => `${rel(e.file)}: ${e.message}`);
+  const report = parseReportJson(text, NodeTestReport, 'node:test', { oneDocument: true });
+  const cases: TestCase[] = report.cases.map((c) => ({ ...c, file: boxRelative(box, c.file, 'node:test') }));
+  const errors = report.errors.map((e) =>
+    e.file === '' ? e.message : `${boxRelative(box, e.file, 'node:test')}: ${e.message}`,
+  );
   return { cases, errors };
 }
 
@@ -57,10 +40,14 @@ export function parseNodeTestReport(text: string, box: string): Verdict {
 export function createNodeTestJudge(): Judge {
   return {
     runner: 'node:test',
+    isolation: 'process-per-file',
     async argv(ctx: JudgeContext, testFiles: string[]) {
       return [
         ctx.node,
         '--test',
+        // A handle a test leaves open (a server, an interval) would otherwise keep its file's process,
+        // and so the run, alive until the wall limit: a run that gives no verdict whatever the tests said.
+        '--test-force-exit',
         `--test-reporter=${NODE_TEST_REPORTER}`,
         `--test-reporter-destination=${ctx.reportPath}`,
         ...testFiles.map((f) => resolve(ctx.box, f)),

@@ -27,7 +27,7 @@ async function exercisedIn(files: Record<string, string>): Promise<Record<string
     parsed.set(f, r);
   }
   const graph = buildGraph(parsed, createResolver(project));
-  const a = analyse(project, parsed, vitestRunner, graph);
+  const a = analyse(project, parsed, vitestRunner.testFiles(project), graph);
   return Object.fromEntries(a.tests.map((t) => [t, a.exercised(t)]));
 }
 

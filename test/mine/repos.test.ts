@@ -244,12 +244,12 @@ describe('bad input', () => {
     await expect(mine({ root: await makeRepo(files), installCheck: false })).rejects.toThrow(
       /no test runner found: expected vitest/,
     );
-    const jest = {
+    const ava = {
       ...files,
-      'package.json': JSON.stringify({ name: 'x', devDependencies: { jest: '29.7.0' } }),
+      'package.json': JSON.stringify({ name: 'x', devDependencies: { ava: '6.0.0' } }),
     };
-    await expect(mine({ root: await makeRepo(jest), installCheck: false })).rejects.toThrow(
-      /test runner jest \(jest is a dependency\) is not supported yet; supported: vitest, node:test/,
+    await expect(mine({ root: await makeRepo(ava), installCheck: false })).rejects.toThrow(
+      /test runner ava \(ava is a dependency\) is not supported yet; supported: vitest, jest, mocha, node:test/,
     );
     await expect(mine({ root: '/nonexistent/vtnode-root' })).rejects.toThrow(/is not a directory/);
   });

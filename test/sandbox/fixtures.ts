@@ -3,20 +3,27 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import { fingerprint, sha256Hex } from '../../protocol/canonical.ts';
-import type { Task } from '../../protocol/task.ts';
+import type { Task, TestRunner } from '../../protocol/task.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'sandbox');
 export const NODE_WS = join(FIXTURES, 'node-basic');
 export const VITEST_WS = join(FIXTURES, 'vitest-ts');
+/** One small workspace per judge (test/fixtures/judges/<name>), with the compliance scenarios. */
+export const JUDGE_FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'judges');
 
-/** The vitest fixture's node_modules: a symlink to the repo's, made here and never committed. */
+/**
+ * The vitest fixtures' node_modules: symlinks to the repo's (vitest and typescript are root
+ * devDependencies), made here and never committed. The jest and mocha fixtures have their own
+ * (`npm ci` in each, see .ci/run).
+ */
 export async function prepareFixtures(): Promise<void> {
-  await symlink(join(REPO_ROOT, 'node_modules'), join(VITEST_WS, 'node_modules')).catch(
-    (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-    },
-  );
+  for (const ws of [VITEST_WS, join(JUDGE_FIXTURES, 'vitest')])
+    await symlink(join(REPO_ROOT, 'node_modules'), join(ws, 'node_modules')).catch(
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      },
+    );
 }
 
 export interface TaskSpec {
@@ -24,7 +31,7 @@ export interface TaskSpec {
   workspace: string;
   kind?: 'file' | 'tests';
   target: string;
-  runner: 'vitest' | 'node:test';
+  runner: TestRunner;
   testFiles: string[];
   typecheck?: string[] | null;
   timeoutMs?: number;

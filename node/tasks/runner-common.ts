@@ -1,0 +1,95 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestRunner } from '../../protocol/task.ts';
+import type { ParsedFile } from './parse.ts';
+import type { ProjectInfo } from './project.ts';
+import { readStaticConfig, type StaticConfig } from './static-config.ts';
+
+/** Which files a runner executes as tests in one project, with its configuration already read. */
+export interface TestSelection {
+  /** True for a file this runner executes as a test file. */
+  isTestFile(file: ParsedFile): boolean;
+  /** Where the selection comes from (`jest defaults`, `.mocharc.yml spec`, ...), for the summary. */
+  source: string;
+  /**
+   * Why the project's tests cannot be judged as configured (a script passes loader flags the judge
+   * would not pass), with what to do instead; null when nothing stands in the way.
+   */
+  unsupported: string | null;
+}
+
+/**
+ * A test runner the miner can mine for. Adding one means adding an adapter to RUNNERS (and its name to
+ * protocol's TestRunner and a judge in sandbox/judges, so the scorer knows how to run it).
+ */
+export interface RunnerAdapter {
+  /** Name recorded in judge.runner. */
+  readonly name: TestRunner;
+  /** Why the project uses this runner (a dependency, a config file, a script), or null if it does not. */
+  detect(project: ProjectInfo, testCandidates: ParsedFile[]): string | null;
+  /** Which files are tests, from the runner's defaults and its statically readable configuration. */
+  testFiles(project: ProjectInfo): TestSelection;
+  /** Module specifiers of the runner's own API: a test file imports them, they are never sources. */
+  readonly apiModules: readonly string[];
+  /** How a test file like `original` is written for this runner (one house-rule line for `tests` prompts). */
+  testStyle(original: ParsedFile): string;
+}
+
+/** The first script (root package, then members) whose command matches `re`, as evidence. */
+export function scriptsMention(project: ProjectInfo, re: RegExp): string | null {
+  const scripts = [project.rootPackage?.scripts ?? {}, ...project.packages.map((p) => p.json.scripts ?? {})];
+  for (const s of scripts)
+    for (const [name, cmd] of Object.entries(s)) if (re.test(cmd)) return `script "${name}": ${cmd}`;
+  return null;
+}
+
+/** The root package's scripts that invoke `bin` (as a word), with their commands. */
+export function scriptsInvoking(project: ProjectInfo, bin: string): [string, string][] {
+  const re = new RegExp(`(^|[\\s;&|(])(npx\\s+)?${bin}(\\s|$)`);
+  return Object.entries(project.rootPackage?.scripts ?? {}).filter(([, cmd]) => re.test(cmd));
+}
+
+/**
+ * The arguments after `bin` in a shell command, split on blanks with simple quotes removed, up to the
+ * next `&&`, `||`, `;` or `|`. Good enough for `mocha -r ts-node/register 'test/**\/*.ts'`.
+ */
+export function argsAfter(command: string, bin: string): string[] {
+  const tokens = command.match(/'[^']*'|"[^"]*"|[^\s]+/g) ?? [];
+  const at = tokens.findIndex((t) => t === bin || t.endsWith(`/${bin}`));
+  if (at === -1) return [];
+  const out: string[] = [];
+  for (const t of tokens.slice(at + 1)) {
+    if (['&&', '||', ';', '|'].includes(t) || t.endsWith(';')) break;
+    out.push(t.replace(/^(['"])(.*)\1$/, '$2'));
+  }
+  return out;
+}
+
+export function importsAny(file: ParsedFile, modules: readonly string[]): boolean {
+  return file.imports.some((i) => modules.includes(i.specifier));
+}
+
+/** The names a file imports from any of `modules` (`expect`, `assert`, ...), in order, without repeats. */
+export function importedNames(file: ParsedFile, modules: readonly string[]): string[] {
+  return [
+    ...new Set(file.imports.filter((i) => modules.includes(i.specifier)).flatMap((i) => i.names)),
+  ].filter((n) => n !== '*' && n !== 'default');
+}
+
+/** The first of `names` that is a file at the project root, read statically; null when none is. */
+export function readRootConfig(
+  project: ProjectInfo,
+  names: readonly string[],
+): { path: string; config: StaticConfig | null } | null {
+  for (const name of names) {
+    if (!project.files.includes(name)) continue;
+    let text: string;
+    try {
+      text = readFileSync(join(project.root, name), 'utf8');
+    } catch {
+      return { path: name, config: null };
+    }
+    return { path: name, config: readStaticConfig(name, text) };
+  }
+  return null;
+}
