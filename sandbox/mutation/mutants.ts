@@ -500,6 +500,20 @@ const RULES: Rule[] = [
   blockRules,
 ];
 
+// Code-point comparison, not localeCompare: the order must not depend on the host's locale.
+const cmp = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0);
+
+/** Source order: file, start, longest span first, operator, replacement (a total order). */
+export function compareMutants(a: Mutant, b: Mutant): number {
+  return (
+    cmp(a.file, b.file) ||
+    a.start - b.start ||
+    b.end - a.end ||
+    cmp(a.operator, b.operator) ||
+    cmp(a.replacement, b.replacement)
+  );
+}
+
 /** The stable id of a mutant: same file, operator, span and replacement ⇒ same id. */
 export function mutantId(
   file: string,
@@ -543,9 +557,5 @@ export function enumerateMutants(source: string, file: string): Mutant[] {
         });
       }
   });
-  // Code-point comparison, not localeCompare: the order must not depend on the host's locale.
-  const cmp = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0);
-  const order = (a: Mutant, b: Mutant): number =>
-    a.start - b.start || b.end - a.end || cmp(a.operator, b.operator) || cmp(a.replacement, b.replacement);
-  return [...out.values()].sort(order);
+  return [...out.values()].sort(compareMutants);
 }

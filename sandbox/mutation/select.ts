@@ -1,4 +1,4 @@
-import type { Mutant } from './mutants.ts';
+import { compareMutants, type Mutant } from './mutants.ts';
 
 /**
  * Mutants per source by default. Each one is a copy of the judged test file in the batched run, and a
@@ -52,7 +52,9 @@ export function selectMutants(mutants: Mutant[], options: SelectOptions = {}): M
   const max = options.max ?? DEFAULT_MAX_MUTANTS;
   if (!Number.isInteger(max) || max < 0)
     throw new RangeError(`max must be a non-negative integer, got ${max}`);
-  const byFunction = groupBy(mutants, (m) => `${m.file}\0${m.fn}`);
+  // A canonical order first: the selection depends on the mutants, not on the order they came in.
+  const canonical = [...mutants].sort(compareMutants);
+  const byFunction = groupBy(canonical, (m) => `${m.file}\0${m.fn}`);
   const perFunction = byFunction.map((group, i) => {
     const byOperator = groupBy(
       [...group].sort((a, b) =>
@@ -63,7 +65,5 @@ export function selectMutants(mutants: Mutant[], options: SelectOptions = {}): M
     return roundRobin(byOperator, i);
   });
   const picked = roundRobin(perFunction).slice(0, max);
-  return picked.sort((a, b) =>
-    a.file < b.file ? -1 : a.file > b.file ? 1 : a.start - b.start || (a.id < b.id ? -1 : 1),
-  );
+  return picked.sort(compareMutants);
 }

@@ -1,5 +1,5 @@
-// Runs a mutation plan the way the scorer runs a candidate: one box with the plan's overlay, the
-// judge's argv under the given confinement, the report parsed into a verdict. Shared by the tests
+// Runs test files the way the scorer runs a candidate: one box with an overlay, the judge's argv (or
+// any command) under the given confinement, the report parsed into a verdict. Shared by the tests
 // and bench/mutation.ts.
 import { randomBytes } from 'node:crypto';
 import { mkdir, realpath } from 'node:fs/promises';
@@ -18,45 +18,46 @@ import {
   parseCoverage,
 } from '../../../sandbox/mutation/plan.ts';
 
-export interface BatchedRun {
+/** `/usr/bin/time` inside the box measures the CPU of the whole process tree (children it waited for). */
+const TIME = '/usr/bin/time';
+
+export interface BoxRun {
   run: RunResult;
-  verdict: Verdict;
-  matrix: KillMatrix;
-  /** The reference copy's coverage, or null when it wrote none. */
-  coverage: MutationCoverage | null;
+  /** User + system CPU seconds of the command and every descendant it waited for. */
+  cpuSeconds: number;
+  /** Box-relative files read back after the run (missing ones left out). */
+  files: Map<string, string>;
 }
 
-export interface RunOptions {
+export interface CommandOptions {
   confinement: Confinement;
   /** The workspace the box clones. */
   workspace: string;
   /** Files written over the clone. */
   overlay: Record<string, string>;
-  runner: 'vitest' | 'node:test';
-  /** Box-relative test files to run. */
-  testFiles: string[];
+  /** The command, given the box's absolute path. */
+  argv: (box: string) => Promise<string[]>;
+  /** Extra read-only paths (the judge's reporter). */
+  readOnly?: string[];
+  /** Box-relative files to read back. */
+  read?: string[];
   /** Wall-clock limit of the run. */
   wallMs?: number;
   signal?: AbortSignal;
 }
 
-/** Runs test files in a fresh confined box; returns the run, its verdict and the box-relative files asked for. */
-export async function runInBox(
-  options: RunOptions,
-  read: string[] = [],
-): Promise<{ run: RunResult; verdict: Verdict; files: Map<string, string> }> {
-  const judge = judgeFor(options.runner);
+/** Runs one command confined in a fresh box, under `/usr/bin/time`; the box is removed afterwards. */
+export async function runCommandInBox(options: CommandOptions): Promise<BoxRun> {
   const box = await createBox({ workspace: options.workspace, overlay: options.overlay });
   try {
-    const reportPath = join(box.dir, '.vtnode', `report-${randomBytes(8).toString('hex')}.json`);
-    await mkdir(dirname(reportPath), { mode: 0o755 });
+    await mkdir(join(box.dir, '.vtnode'), { mode: 0o755 });
+    const timeFile = join(box.dir, '.vtnode', 'time.txt');
     const node = process.execPath;
-    const argv = await judge.argv({ box: box.dir, node, reportPath }, options.testFiles);
     const run = await options.confinement.run({
-      argv,
+      argv: [TIME, '-f', '%U %S', '-o', timeFile, ...(await options.argv(box.dir))],
       cwd: box.dir,
       box: box.dir,
-      readOnlyPaths: [...box.linked, dirname(dirname(await realpath(node))), ...judge.readOnlyPaths()],
+      readOnlyPaths: [...box.linked, dirname(dirname(await realpath(node))), ...(options.readOnly ?? [])],
       env: {
         PATH: `${join(box.dir, 'node_modules', '.bin')}:${dirname(node)}:/usr/bin:/bin`,
         HOME: join(box.dir, '.home'),
@@ -66,48 +67,86 @@ export async function runInBox(
         NO_COLOR: '1',
         NODE_ENV: 'test',
       },
-      limits: limitsFor(options.wallMs ?? 120_000),
+      limits: limitsFor(options.wallMs ?? 180_000),
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    if (run.timedOut || run.survivors > 0 || run.outputCapped)
+    if (run.timedOut || run.survivors > 0 || run.outputCapped || run.aborted)
       throw new Error(
         `the run failed: ${JSON.stringify({ ...run, stdout: run.stdout.slice(-2000), stderr: run.stderr.slice(-2000) })}`,
       );
-    const verdict = judge.parse(await readReport(reportPath), box.dir);
+    const [user, sys] = (await readReport(timeFile)).trim().split('\n').pop()!.split(' ').map(Number);
     const files = new Map<string, string>();
-    for (const f of read) {
+    for (const f of options.read ?? []) {
       const text = await readReport(join(box.dir, f)).catch(() => null);
       if (text !== null) files.set(f, text);
     }
-    return { run, verdict, files };
+    return { run, cpuSeconds: user! + sys!, files };
   } finally {
     await box.dispose();
   }
 }
 
-/** Runs a plan in one confined box and maps its verdict to kills. */
-export async function runPlan(
+export interface TestRun extends BoxRun {
+  verdict: Verdict;
+}
+
+/** Runs test files with the runner's judge in a fresh confined box and parses the verdict. */
+export async function runTestsInBox(
+  options: Omit<CommandOptions, 'argv'> & { runner: 'vitest' | 'node:test'; testFiles: string[] },
+): Promise<TestRun> {
+  const judge = judgeFor(options.runner);
+  const report = `.vtnode/report-${randomBytes(8).toString('hex')}.json`;
+  let boxDir = '';
+  const r = await runCommandInBox({
+    ...options,
+    readOnly: [...(options.readOnly ?? []), ...judge.readOnlyPaths()],
+    read: [...(options.read ?? []), report],
+    argv: async (box) => {
+      boxDir = box;
+      return judge.argv({ box, node: process.execPath, reportPath: join(box, report) }, options.testFiles);
+    },
+  });
+  const text = r.files.get(report);
+  if (text === undefined) throw new Error(`the runner wrote no report: ${r.run.stderr.slice(-2000)}`);
+  return { ...r, verdict: judge.parse(text, boxDir) };
+}
+
+export interface PlanResult {
+  matrix: KillMatrix;
+  /** The reference copy's coverage, or null when it wrote none. */
+  coverage: MutationCoverage | null;
+}
+
+/**
+ * Runs several plans over one workspace in one confined box and one runner invocation (their
+ * overlays must agree where they overlap), and maps the verdict to kills per plan.
+ */
+export async function runPlans(
   confinement: Confinement,
   workspace: string,
-  plan: MutationPlan,
+  plans: MutationPlan[],
   options: { wallMs?: number; signal?: AbortSignal } = {},
-): Promise<BatchedRun> {
-  const { run, verdict, files } = await runInBox(
-    {
-      confinement,
-      workspace,
-      overlay: plan.overlay,
-      runner: plan.runner as 'vitest' | 'node:test',
-      testFiles: plan.testFiles,
-      ...options,
-    },
-    [plan.coverageFile],
-  );
-  const cov = files.get(plan.coverageFile);
-  return {
-    run,
-    verdict,
-    matrix: killMatrix(plan, verdict),
-    coverage: cov === undefined ? null : parseCoverage(cov),
-  };
+): Promise<TestRun & { results: PlanResult[] }> {
+  const overlay: Record<string, string> = {};
+  for (const p of plans)
+    for (const [path, text] of Object.entries(p.overlay)) {
+      if (overlay[path] !== undefined && overlay[path] !== text) throw new Error(`plans disagree on ${path}`);
+      overlay[path] = text;
+    }
+  const runners = new Set(plans.map((p) => p.runner));
+  if (runners.size !== 1) throw new Error('plans of one run must share their runner');
+  const r = await runTestsInBox({
+    confinement,
+    workspace,
+    overlay,
+    runner: plans[0]!.runner as 'vitest' | 'node:test',
+    testFiles: plans.flatMap((p) => p.testFiles),
+    read: plans.map((p) => p.coverageFile),
+    ...options,
+  });
+  const results = plans.map((p) => {
+    const cov = r.files.get(p.coverageFile);
+    return { matrix: killMatrix(p, r.verdict), coverage: cov === undefined ? null : parseCoverage(cov) };
+  });
+  return { ...r, results };
 }
