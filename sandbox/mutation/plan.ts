@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { sha256Hex } from '../../protocol/canonical.ts';
 import type { TestRunner } from '../../protocol/task.ts';
 import type { TestCase, Verdict } from '../judges/verdict.ts';
-import { extensionOf, parseSource } from './ast.ts';
+import { extensionOf, isTypeScript, parseSource } from './ast.ts';
 import { enumerateMutants, type Mutant } from './mutants.ts';
 import {
   DEFAULT_HIT_LIMIT,
@@ -47,11 +47,26 @@ export interface PlanOptions {
   hitLimit?: number;
   /** Text of the test file's snapshot file (`__snapshots__/<name>.snap`), copied beside each copy. */
   snapshot?: string | null;
+  /** `per-file` (default): each copy gets a fresh module registry; `shared`: vitest `--isolate=false` (see Registry). */
+  registry?: Registry;
 }
+
+/**
+ * How the copies' modules are loaded. `per-file`: each copy gets a fresh module registry (vitest's
+ * default isolation, jest always, node:test's process per file), so even module-level code runs
+ * under the copy's mutant. `shared` (vitest `--isolate=false`, about 6× less CPU per copy): every
+ * module is loaded once per worker, by the first copy, with no mutant active: module-level mutants
+ * are left out, code that runs while a module loads is never mutated, and state a module keeps
+ * (caches, registries) is shared by the copies, which is why it is meant for stateless targets
+ * (moduleState) only.
+ */
+export type Registry = 'per-file' | 'shared';
 
 /** The box overlay of one batched run, and how to read its verdict. */
 export interface MutationPlan {
   runner: PlanRunner;
+  /** The runner must load modules this way (`shared`: vitest with `--isolate=false`). */
+  registry: Registry;
   /** Workspace-relative path → content, written over the workspace's clone. */
   overlay: Record<string, string>;
   /** The test files to run (box-relative), in one runner invocation. */
@@ -136,10 +151,16 @@ export function snapshotPathOf(testPath: string): string {
   return posix.join(dir, '__snapshots__', `${posix.basename(testPath)}.snap`);
 }
 
-/** True when the file is an ES module by extension or by its import/export syntax. */
+/**
+ * True when the copy imports its activator with ES syntax (`import "./…"`), false for `require(…)`.
+ * vitest treats every file as an ES module; jest compiles TypeScript, so an import is always valid
+ * there (and `require` would need Node's types, which a ts-jest project may not have); otherwise the
+ * extension decides, then the file's own import/export syntax.
+ */
 function isEsm(text: string, path: string, runner: PlanRunner): boolean {
   const ext = extensionOf(path);
   if (runner === 'vitest' || ext === '.mjs' || ext === '.mts') return true;
+  if (runner === 'jest' && isTypeScript(path)) return true;
   if (ext === '.cjs' || ext === '.cts') return false;
   const sf = parseSource(text, path);
   return sf.statements.some(
@@ -196,6 +217,76 @@ function specifierFor(testText: string, testPath: string, activatorPath: string,
     .replace(/\.cts$/, '.cjs');
 }
 
+/** The specifiers of the modules a test file imports at run time (type-only imports left out). */
+function runtimeImports(text: string, path: string): string[] {
+  const out: string[] = [];
+  for (const st of parseSource(text, path).statements) {
+    if (ts.isImportDeclaration(st) && st.importClause?.isTypeOnly) continue;
+    if (ts.isExportDeclaration(st) && st.isTypeOnly) continue;
+    if (
+      (ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) &&
+      st.moduleSpecifier &&
+      ts.isStringLiteral(st.moduleSpecifier)
+    )
+      out.push(st.moduleSpecifier.text);
+  }
+  return [...new Set(out)];
+}
+
+/**
+ * Module-level bindings and statements of a source that may hold or change state a shared registry
+ * would carry from one copy to the next: `let`/`var`, `const` bound to anything but a literal, a
+ * function or a class, static fields (unless readonly and immutable) and top-level expression
+ * statements. Empty: safe to share. Syntactic, so conservative about objects and blind to state held
+ * elsewhere (a helper module, globalThis).
+ */
+export function moduleState(source: string, file: string): string[] {
+  const sf = parseSource(source, file);
+  const reasons: string[] = [];
+  const immutable = (e: ts.Expression | undefined): boolean => {
+    if (!e) return true;
+    let x = e;
+    while (ts.isParenthesizedExpression(x) || ts.isAsExpression(x) || ts.isSatisfiesExpression(x))
+      x = x.expression;
+    return (
+      ts.isLiteralExpression(x) ||
+      ts.isNoSubstitutionTemplateLiteral(x) ||
+      ts.isArrowFunction(x) ||
+      ts.isFunctionExpression(x) ||
+      ts.isClassExpression(x) ||
+      ts.isIdentifier(x) ||
+      x.kind === ts.SyntaxKind.TrueKeyword ||
+      x.kind === ts.SyntaxKind.FalseKeyword ||
+      x.kind === ts.SyntaxKind.NullKeyword ||
+      (ts.isPrefixUnaryExpression(x) && ts.isNumericLiteral(x.operand))
+    );
+  };
+  for (const st of sf.statements) {
+    if (ts.isVariableStatement(st)) {
+      const isConst = (st.declarationList.flags & ts.NodeFlags.Const) !== 0;
+      for (const d of st.declarationList.declarations)
+        if (!isConst || !immutable(d.initializer))
+          reasons.push(`module-level ${isConst ? 'const' : 'let/var'} ${d.name.getText(sf)}`);
+    } else if (ts.isExpressionStatement(st) && !ts.isStringLiteral(st.expression)) {
+      const { line } = sf.getLineAndCharacterOfPosition(st.getStart(sf));
+      reasons.push(`module-level statement at line ${line + 1}`);
+    } else if (ts.isClassDeclaration(st)) {
+      for (const m of st.members) {
+        const mods = ts.canHaveModifiers(m) ? (ts.getModifiers(m) ?? []) : [];
+        const has = (k: ts.SyntaxKind) => mods.some((x) => x.kind === k);
+        // A static field is module state unless it is readonly and bound to an immutable value.
+        if (
+          ts.isPropertyDeclaration(m) &&
+          has(ts.SyntaxKind.StaticKeyword) &&
+          !(has(ts.SyntaxKind.ReadonlyKeyword) && immutable(m.initializer))
+        )
+          reasons.push(`static field ${st.name?.text ?? 'default'}.${m.name.getText(sf)}`);
+      }
+    }
+  }
+  return reasons;
+}
+
 /** The test file with an import of its activator as its first statement (after the prologue). */
 function withActivator(testText: string, testPath: string, specifier: string, esm: boolean): string {
   const sf = parseSource(testText, testPath);
@@ -213,6 +304,10 @@ interface ActivatorSpec {
   hitLimit: number;
   /** File name (beside the activator) the reference copy writes its coverage to. */
   coverageName: string | null;
+  /** Shared registry: modules imported (for their first load, with no mutant active) before the switch is set. */
+  preload?: string[];
+  /** Only create the state and switch every mutant off (the reset module of a shared registry). */
+  bare?: boolean;
 }
 
 /**
@@ -222,6 +317,16 @@ interface ActivatorSpec {
  */
 export function activatorSource(spec: ActivatorSpec): string {
   const key = JSON.stringify(spec.stateKey);
+  const state = `const s = globalThis[${key}] ?? (globalThis[${key}] = { active: null, cov: Object.create(null), hits: 0, limit: 0, tripped: false });`;
+  if (spec.bare)
+    return [
+      '// @ts-nocheck',
+      '// vtnode mutation run: no mutant active while modules first load (generated).',
+      state,
+      's.active = null;',
+      ...(spec.esm ? ['export {};'] : []),
+      '',
+    ].join('\n');
   const hook = spec.runner === 'vitest' ? 'afterAll' : spec.runner === 'node:test' ? 'after' : 'afterAll';
   const imports: string[] = [];
   if (spec.runner !== 'jest')
@@ -243,11 +348,14 @@ export function activatorSource(spec: ActivatorSpec): string {
       : `require('node:path').join(__dirname, ${name})`;
     write = `  writeFileSync(${target}, JSON.stringify({ format: 'vtnode-mutation-coverage/1', hits: s.hits, tripped: s.tripped, cov: s.cov }));\n`;
   }
+  // ES imports run before this module's body: the reset module and then the preloads load first.
+  const preload = (spec.preload ?? []).map((p) => `import ${JSON.stringify(p)};`);
   return [
     '// @ts-nocheck',
     '// vtnode mutation run: switches the mutant of this copy of the test file (generated).',
+    ...preload,
     ...imports,
-    `const s = globalThis[${key}] ?? (globalThis[${key}] = { active: null, cov: Object.create(null), hits: 0, limit: 0, tripped: false });`,
+    state,
     `s.active = ${JSON.stringify(spec.token)};`,
     's.cov = Object.create(null);',
     's.hits = 0;',
@@ -278,6 +386,18 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
   if (options.targets.some((t) => t.schemata.stateKey !== stateKey))
     throw new MutationPlanError('the targets were instrumented with different state keys');
   const decoys = options.decoys ?? [];
+  const registry = options.registry ?? 'per-file';
+  if (registry === 'shared') {
+    if (runner !== 'vitest')
+      throw new MutationPlanError(
+        `a shared module registry is a vitest mode (--isolate=false), not one of ${runner}`,
+      );
+    const top = options.mutants.find((m) => m.fn === '<module>');
+    if (top)
+      throw new MutationPlanError(
+        `mutant ${top.id} is module-level code, which a shared registry runs only once`,
+      );
+  }
   const runs: { id: string | null; token: string | null; tag: string }[] = [];
   for (const m of [...options.mutants, ...decoys]) {
     const token = tokens.get(m.id);
@@ -295,6 +415,23 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
   const ext = activatorExt(testFile.path);
   let coverageFile = '';
   let referenceFile = '';
+  const preload: string[] = [];
+  if (registry === 'shared') {
+    const reset = companionPath(testFile.path, `vtnode-r${refTag.slice(-12)}`, ext);
+    overlay[reset] = activatorSource({
+      runner,
+      esm,
+      stateKey,
+      token: null,
+      hitLimit: 0,
+      coverageName: null,
+      bare: true,
+    });
+    preload.push(
+      specifierFor(testFile.text, testFile.path, reset, runner),
+      ...runtimeImports(testFile.text, testFile.path),
+    );
+  }
   for (const r of runs) {
     const copy = taggedPath(testFile.path, r.tag);
     const activator = companionPath(testFile.path, r.tag, `.activate${ext}`);
@@ -307,6 +444,7 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
       token: r.token,
       hitLimit: options.hitLimit ?? DEFAULT_HIT_LIMIT,
       coverageName,
+      preload,
     });
     overlay[copy] = withActivator(
       testFile.text,
@@ -323,6 +461,7 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
   }
   return {
     runner,
+    registry,
     overlay,
     testFiles: [...mutantOf.keys()],
     mutantOf,
@@ -429,6 +568,8 @@ export interface PrepareOptions {
   hitLimit?: number;
   stateKey?: string;
   snapshot?: string | null;
+  /** `auto`: `shared` for vitest when no source keeps module state (moduleState), else `per-file` (default). */
+  registry?: Registry | 'auto';
 }
 
 /** Everything a batched run needs, from the sources: enumerate, select, add decoys, instrument, plan. */
@@ -439,8 +580,16 @@ export function prepareMutationRun(options: PrepareOptions): {
   schemata: Schemata[];
 } {
   const salt = options.salt ?? '';
+  const registry: Registry =
+    options.registry === 'auto'
+      ? options.runner === 'vitest' && options.sources.every((s) => moduleState(s.text, s.path).length === 0)
+        ? 'shared'
+        : 'per-file'
+      : (options.registry ?? 'per-file');
   const all = options.sources.flatMap((s) => enumerateMutants(s.text, s.path));
-  const mutants = selectMutants(all, options.max !== undefined ? { max: options.max } : {});
+  // A shared registry runs module-level code once, with no mutant active: its mutants cannot run.
+  const runnable = registry === 'shared' ? all.filter((m) => m.fn !== '<module>') : all;
+  const mutants = selectMutants(runnable, options.max !== undefined ? { max: options.max } : {});
   const decoys = makeDecoys(mutants, options.decoys ?? 2, salt);
   const schemata = options.sources.map((s) =>
     instrument(
@@ -462,6 +611,7 @@ export function prepareMutationRun(options: PrepareOptions): {
     decoys,
     ...(options.hitLimit !== undefined ? { hitLimit: options.hitLimit } : {}),
     ...(options.snapshot !== undefined ? { snapshot: options.snapshot } : {}),
+    registry,
   });
   return { plan, mutants, enumerated: all.length, schemata };
 }

@@ -9,6 +9,7 @@ import type { Confinement, RunResult } from '../../../sandbox/confinement.ts';
 import { judgeFor } from '../../../sandbox/judges/index.ts';
 import { readReport } from '../../../sandbox/judges/read-report.ts';
 import type { Verdict } from '../../../sandbox/judges/verdict.ts';
+import { parseVitestReport } from '../../../sandbox/judges/vitest.ts';
 import { limitsFor } from '../../../sandbox/limits.ts';
 import {
   type KillMatrix,
@@ -16,6 +17,7 @@ import {
   type MutationCoverage,
   type MutationPlan,
   parseCoverage,
+  type Registry,
 } from '../../../sandbox/mutation/plan.ts';
 
 /** `/usr/bin/time` inside the box measures the CPU of the whole process tree (children it waited for). */
@@ -90,20 +92,65 @@ export interface TestRun extends BoxRun {
   verdict: Verdict;
 }
 
+/** Runners the harness drives. */
+export type HarnessRunner = 'vitest' | 'node:test' | 'jest';
+
+/** What the harness needs from a judge: the argv, the extra read-only paths, the report parser. */
+interface HarnessJudge {
+  argv(box: string, reportPath: string, testFiles: string[]): Promise<string[]>;
+  readOnly: string[];
+  parse(text: string, box: string): Verdict;
+}
+
+/**
+ * The scorer's judge for vitest and node:test. sandbox/judges has no jest judge yet, so jest is
+ * driven here the same way: `--json` writes the document vitest's JSON reporter imitates (same
+ * fields), `--runTestsByPath` takes exact paths instead of regular expressions.
+ */
+function harnessJudge(runner: HarnessRunner, registry: Registry): HarnessJudge {
+  if (registry === 'shared' && runner !== 'vitest') throw new Error(`${runner} has no shared-registry mode`);
+  if (runner === 'jest')
+    return {
+      argv: async (box, reportPath, testFiles) => [
+        process.execPath,
+        join(box, 'node_modules', 'jest', 'bin', 'jest.js'),
+        '--ci',
+        '--json',
+        `--outputFile=${reportPath}`,
+        '--watchman=false',
+        '--runTestsByPath',
+        ...testFiles.map((f) => join(box, f)),
+      ],
+      readOnly: [],
+      parse: parseVitestReport,
+    };
+  const judge = judgeFor(runner);
+  // The scorer's judges take no options yet: the shared registry's flag is appended here.
+  const extra = registry === 'shared' ? ['--isolate=false'] : [];
+  return {
+    argv: async (box, reportPath, testFiles) => [
+      ...(await judge.argv({ box, node: process.execPath, reportPath }, testFiles)),
+      ...extra,
+    ],
+    readOnly: judge.readOnlyPaths(),
+    parse: (text, box) => judge.parse(text, box),
+  };
+}
+
 /** Runs test files with the runner's judge in a fresh confined box and parses the verdict. */
 export async function runTestsInBox(
-  options: Omit<CommandOptions, 'argv'> & { runner: 'vitest' | 'node:test'; testFiles: string[] },
+  options: Omit<CommandOptions, 'argv'> & { runner: HarnessRunner; testFiles: string[]; registry?: Registry },
 ): Promise<TestRun> {
-  const judge = judgeFor(options.runner);
+  const judge = harnessJudge(options.runner, options.registry ?? 'per-file');
   const report = `.vtnode/report-${randomBytes(8).toString('hex')}.json`;
   let boxDir = '';
   const r = await runCommandInBox({
     ...options,
-    readOnly: [...(options.readOnly ?? []), ...judge.readOnlyPaths()],
+    readOnly: [...(options.readOnly ?? []), ...judge.readOnly],
     read: [...(options.read ?? []), report],
     argv: async (box) => {
       boxDir = box;
-      return judge.argv({ box, node: process.execPath, reportPath: join(box, report) }, options.testFiles);
+      return judge.argv(box, join(box, report), options.testFiles);
     },
   });
   const text = r.files.get(report);
@@ -133,13 +180,14 @@ export async function runPlans(
       if (overlay[path] !== undefined && overlay[path] !== text) throw new Error(`plans disagree on ${path}`);
       overlay[path] = text;
     }
-  const runners = new Set(plans.map((p) => p.runner));
-  if (runners.size !== 1) throw new Error('plans of one run must share their runner');
+  const modes = new Set(plans.map((p) => `${p.runner} ${p.registry}`));
+  if (modes.size !== 1) throw new Error('plans of one run must share their runner and registry');
   const r = await runTestsInBox({
     confinement,
     workspace,
     overlay,
-    runner: plans[0]!.runner as 'vitest' | 'node:test',
+    runner: plans[0]!.runner,
+    registry: plans[0]!.registry,
     testFiles: plans.flatMap((p) => p.testFiles),
     read: plans.map((p) => p.coverageFile),
     ...options,

@@ -6,6 +6,7 @@ import {
   killMatrix,
   MutationPlanError,
   makeDecoys,
+  moduleState,
   parseCoverage,
   planMutationRun,
   prepareMutationRun,
@@ -156,6 +157,86 @@ describe('planMutationRun', () => {
     expect([...b.mutantOf.values()].filter((id) => id && !b.decoys.has(id)).sort()).toEqual(
       [...a.mutantOf.values()].filter((id) => id && !a.decoys.has(id)).sort(),
     );
+  });
+});
+
+describe('shared module registry (vitest --isolate=false)', () => {
+  const STATEFUL =
+    'let calls = 0;\nexport function f(a, b) {\n  calls++;\n  return a < b ? a + 1 : b - 1;\n}\n';
+
+  it('each activator first imports a reset module, then what the test file imports, then sets its token', () => {
+    const { plan } = prepare({ registry: 'shared' });
+    expect(plan.registry).toBe('shared');
+    const resets = Object.keys(plan.overlay).filter((f) => /\.vtnode-r[0-9a-f]{12}\.ts$/.test(f));
+    expect(resets).toHaveLength(1);
+    expect(plan.overlay[resets[0]!]).toContain('s.active = null;');
+    expect(plan.overlay[resets[0]!]).not.toContain('afterAll');
+    for (const copy of plan.testFiles) {
+      const lines = plan.overlay[copy.replace('.test.ts', '.activate.ts')]!.split('\n');
+      const imports = lines.filter((l) => l.startsWith('import '));
+      expect(imports.slice(0, 4)).toEqual([
+        `import "./${resets[0]!.split('/').pop()}";`,
+        'import "vitest";',
+        'import "./f.ts";',
+        "import { afterAll } from 'vitest';",
+      ]);
+      expect(lines.findIndex((l) => l.startsWith('s.active = '))).toBeGreaterThan(
+        lines.indexOf('import "./f.ts";'),
+      );
+    }
+  });
+
+  it('leaves module-level mutants out, and is refused for them and for other runners', () => {
+    const withTop = 'export const LIMIT = 2 + 3;\nexport function f(a) {\n  return a * LIMIT;\n}\n';
+    const shared = prepare({ registry: 'shared', sources: [{ path: 'src/f.ts', text: withTop }] });
+    const perFile = prepare({ sources: [{ path: 'src/f.ts', text: withTop }] });
+    expect(perFile.mutants.some((m) => m.fn === '<module>')).toBe(true);
+    expect(shared.mutants.some((m) => m.fn === '<module>')).toBe(false);
+    expect(shared.mutants.length).toBeGreaterThan(0);
+    expect(() =>
+      planMutationRun({
+        runner: 'vitest',
+        registry: 'shared',
+        targets: [{ path: 'src/f.ts', schemata: perFile.schemata[0]! }],
+        testFile: { path: 'src/f.test.ts', text: TEST },
+        mutants: perFile.mutants,
+      }),
+    ).toThrow(/module-level code/);
+    expect(() => prepare({ registry: 'shared', runner: 'jest' })).toThrow(/vitest mode/);
+  });
+
+  it('auto: shared for vitest and stateless sources only', () => {
+    expect(prepare({ registry: 'auto' }).plan.registry).toBe('shared');
+    expect(prepare({ registry: 'auto', sources: [{ path: 'src/f.ts', text: STATEFUL }] }).plan.registry).toBe(
+      'per-file',
+    );
+    expect(prepare({ registry: 'auto', runner: 'node:test' }).plan.registry).toBe('per-file');
+  });
+
+  it('moduleState names what a shared registry would carry from one copy to the next', () => {
+    expect(moduleState(STATEFUL, 'a.js')).toEqual(['module-level let/var calls']);
+    expect(
+      moduleState(
+        [
+          'const N = 3, S = "s", NEG = -1, F = () => 1, C = class {}, ALIAS = N, T = `t`;',
+          'const CACHE = new Map();',
+          'const LIST = [1, 2];',
+          'const CONF = { a: 1 } as const;',
+          'register(N);',
+          '"use strict";',
+          'class K { static count = 0; static readonly NAME = "k"; static made = []; }',
+          'export function f() {}',
+        ].join('\n'),
+        'a.ts',
+      ),
+    ).toEqual([
+      'module-level const CACHE',
+      'module-level const LIST',
+      'module-level const CONF',
+      'module-level statement at line 5',
+      'static field K.count',
+      'static field K.made',
+    ]);
   });
 });
 

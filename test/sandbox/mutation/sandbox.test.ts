@@ -10,10 +10,12 @@ import type { TestCase } from '../../../sandbox/judges/verdict.ts';
 import { enumerateMutants } from '../../../sandbox/mutation/mutants.ts';
 import { prepareMutationRun } from '../../../sandbox/mutation/plan.ts';
 import { instrument } from '../../../sandbox/mutation/schemata.ts';
-import { NODE_WS, REPO_ROOT } from '../fixtures.ts';
+import { FIXTURES, NODE_WS, REPO_ROOT } from '../fixtures.ts';
 import { runCommandInBox, runPlans, runTestsInBox } from './harness.ts';
 
 const LEDGER = join(REPO_ROOT, 'examples', 'ledger');
+/** jest + ts-jest, installed with `npm ci` in that folder. */
+const JEST_WS = join(FIXTURES, 'jest-ts');
 const TRIVIAL_VITEST = "import { expect, it } from 'vitest';\n\nit('x', () => expect(1 + 1).toBe(2));\n";
 
 let confinement: Confinement;
@@ -94,13 +96,19 @@ describe('no mutant active: the real test suites behave exactly as against the o
 });
 
 describe('batched mutation runs: one runner invocation runs every mutant of a test file', () => {
-  const ledgerPlan = async (target: string, testPath: string, text?: string) =>
+  const ledgerPlan = async (
+    target: string,
+    testPath: string,
+    text?: string,
+    registry: 'auto' | 'per-file' = 'auto',
+  ) =>
     prepareMutationRun({
       runner: 'vitest',
       sources: [{ path: target, text: await readFile(join(LEDGER, target), 'utf8') }],
       testFile: { path: testPath, text: text ?? (await readFile(join(LEDGER, testPath), 'utf8')) },
       max: 10,
       salt: 'sandbox-test',
+      registry,
     });
 
   it('examples/ledger: original test files kill most mutants, a trivial one none, a harness-detecting one trips the decoys', async () => {
@@ -123,7 +131,8 @@ describe('batched mutation runs: one runner invocation runs every mutant of a te
       ].join('\n'),
     );
     const plans = [amount, csv, period, trivial, detecting];
-    // 5 × 13 test files in one vitest run: minutes of wall time on a loaded two-core machine.
+    // The three sources keep no module state: one shared registry (vitest --isolate=false) for all.
+    expect(plans.map((p) => p.plan.registry)).toEqual(['shared', 'shared', 'shared', 'shared', 'shared']);
     const run = await runPlans(
       confinement,
       LEDGER,
@@ -151,15 +160,25 @@ describe('batched mutation runs: one runner invocation runs every mutant of a te
     expect(d!.matrix.killed).toHaveLength(detecting.mutants.length);
     expect(d!.matrix.decoysKilled).toHaveLength(2);
 
-    // Batching changes no outcome: two mutants run alone (one runner per mutant) agree.
+    // Neither the shared registry nor batching changes an outcome: the same mutants with a fresh
+    // registry per copy, and two of them run alone (one runner per mutant), agree.
+    const perFile = await ledgerPlan(
+      'src/money/amount.ts',
+      'src/money/amount.test.ts',
+      undefined,
+      'per-file',
+    );
+    expect(perFile.mutants).toEqual(amount.mutants); // amount.ts has no module-level mutant
+    const pf = (await runPlans(confinement, LEDGER, [perFile.plan], { wallMs: 600_000 })).results[0]!.matrix;
+    expect(pf.killed.sort()).toEqual([...a!.matrix.killed].sort());
     const killed = a!.matrix.killed[0]!;
     const survived = a!.matrix.survived[0] ?? a!.matrix.killed[1]!;
     for (const id of [killed, survived]) {
-      const copy = [...amount.plan.mutantOf].find(([, x]) => x === id)![0];
+      const copy = [...perFile.plan.mutantOf].find(([, x]) => x === id)![0];
       const alone = await runTestsInBox({
         confinement,
         workspace: LEDGER,
-        overlay: amount.plan.overlay,
+        overlay: perFile.plan.overlay,
         runner: 'vitest',
         testFiles: [copy],
       });
@@ -202,4 +221,68 @@ describe('batched mutation runs: one runner invocation runs every mutant of a te
     expect(t!.matrix.hung).toEqual([]);
     expect(t!.matrix.reference).toBe('passed');
   }, 300_000);
+});
+
+describe('jest with ts-jest, which type-checks every file it compiles', () => {
+  const source = async () => ({
+    path: 'src/stats.ts',
+    text: await readFile(join(JEST_WS, 'src', 'stats.ts'), 'utf8'),
+  });
+  const testText = () => readFile(join(JEST_WS, 'test', 'stats.test.ts'), 'utf8');
+
+  it('no mutant active: same results; the importer still compiles, and would not without `as never`', async () => {
+    const { path, text } = await source();
+    const instrumented = instrument(text, path, enumerateMutants(text, path)).text;
+    const base = {
+      confinement,
+      workspace: JEST_WS,
+      runner: 'jest' as const,
+      testFiles: ['test/stats.test.ts'],
+    };
+    const original = await runTestsInBox({ ...base, overlay: {} });
+    const same = await runTestsInBox({ ...base, overlay: { [path]: instrumented } });
+    expect(original.verdict.cases.map((c) => c.status)).toEqual(['passed', 'passed', 'passed']);
+    expect(byKey(same.verdict.cases)).toEqual(byKey(original.verdict.cases));
+    expect(same.verdict.errors).toEqual([]);
+    // Control: without the assertions the literal return type of grade() widens ('' | 'A' | …) and
+    // ts-jest refuses to compile the test file, which proves it type-checked the passing run above.
+    const widened = await runTestsInBox({
+      ...base,
+      overlay: { [path]: instrumented.replaceAll(' as never', '') },
+    });
+    expect(widened.verdict.cases).toEqual([]);
+    expect(widened.verdict.errors).toHaveLength(1);
+    expect(`${widened.run.stdout}${widened.run.stderr}`).toMatch(/TS2322/);
+  }, 600_000);
+
+  it('batched: the original test file kills most mutants, a trivial one none', async () => {
+    const src = await source();
+    const original = prepareMutationRun({
+      runner: 'jest',
+      sources: [src],
+      testFile: { path: 'test/stats.test.ts', text: await testText() },
+      max: 10,
+      salt: 'jest',
+    });
+    const trivial = prepareMutationRun({
+      runner: 'jest',
+      sources: [src],
+      testFile: { path: 'test/trivial.test.ts', text: "it('x', () => expect(1 + 1).toBe(2));\n" },
+      max: 10,
+      salt: 'jest',
+    });
+    const run = await runPlans(confinement, JEST_WS, [original.plan, trivial.plan], { wallMs: 600_000 });
+    const [o, t] = run.results;
+    expect(o!.matrix.reference).toBe('passed');
+    expect(o!.matrix.missing).toEqual([]);
+    expect(o!.matrix.decoysKilled).toEqual([]);
+    expect(o!.matrix.killed.length / original.mutants.length).toBeGreaterThanOrEqual(0.75);
+    // The original enters every function of the target, callbacks included.
+    const functions = original.schemata[0]!.functions;
+    expect(functions).toHaveLength(5);
+    expect(Object.keys(o!.coverage!.cov['src/stats.ts']!).sort()).toEqual([...functions].sort());
+    expect(t!.matrix.reference).toBe('passed');
+    expect(t!.matrix.killed).toEqual([]);
+    expect(t!.matrix.survived).toHaveLength(trivial.mutants.length);
+  }, 900_000);
 });
