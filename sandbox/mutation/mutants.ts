@@ -344,7 +344,7 @@ function isValueString(node: ts.StringLiteral): boolean {
   return true;
 }
 
-const collectionRules: Rule = (node, sf) => {
+const collectionRules: Rule = (node) => {
   if (!canWrap(node)) return [];
   if (ts.isArrayLiteralExpression(node))
     return [expr('ArrayDeclaration', node, node.elements.length > 0 ? '[]' : `['${FILLER}']`)];
@@ -355,7 +355,6 @@ const collectionRules: Rule = (node, sf) => {
   }
   if (ts.isObjectLiteralExpression(node) && node.properties.length > 0)
     return [expr('ObjectLiteral', node, '{}')];
-  void sf;
   return [];
 };
 

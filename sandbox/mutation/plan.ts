@@ -370,22 +370,24 @@ export function activatorSource(spec: ActivatorSpec): string {
   ].join('\n');
 }
 
-/**
- * The overlay of one batched run: the schemata over each target, and per mutant, per decoy and for
- * the reference one copy of the judged test file beside the original (so relative imports and include
- * globs still match), each importing first a tiny activator of its own. Every file a copy adds is
- * named with a token derived from the schemata salt, so names say nothing about which mutant runs.
- */
-export function planMutationRun(options: PlanOptions): MutationPlan {
-  const runner = planRunner(options.runner);
-  const { testFile } = options;
+/** One copy of the test file: the mutant (or decoy) it runs under, its token and its name tag. */
+interface Run {
+  id: string | null;
+  token: string | null;
+  tag: string;
+}
+
+/** Checks the options and returns the copies to make, in tag order (a salt-keyed, unguessable order). */
+function runsOf(
+  options: PlanOptions,
+  runner: PlanRunner,
+): { runs: Run[]; stateKey: string; registry: Registry } {
   const tokens = new Map<string, string>();
   for (const t of options.targets)
     for (const [id, tok] of Object.entries(t.schemata.tokens)) tokens.set(id, tok);
   const stateKey = options.targets[0]?.schemata.stateKey ?? DEFAULT_STATE_KEY;
   if (options.targets.some((t) => t.schemata.stateKey !== stateKey))
     throw new MutationPlanError('the targets were instrumented with different state keys');
-  const decoys = options.decoys ?? [];
   const registry = options.registry ?? 'per-file';
   if (registry === 'shared') {
     if (runner !== 'vitest')
@@ -398,8 +400,8 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
         `mutant ${top.id} is module-level code, which a shared registry runs only once`,
       );
   }
-  const runs: { id: string | null; token: string | null; tag: string }[] = [];
-  for (const m of [...options.mutants, ...decoys]) {
+  const runs: Run[] = [];
+  for (const m of [...options.mutants, ...(options.decoys ?? [])]) {
     const token = tokens.get(m.id);
     if (!token) throw new MutationPlanError(`mutant ${m.id} is in no target's schemata`);
     runs.push({ id: m.id, token, tag: `vtnode-${token}` });
@@ -408,56 +410,51 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
   const refTag = `vtnode-t${sha256Hex(`${[...tokens.values()].sort().join(',')}\0reference`).slice(0, 12)}`;
   runs.push({ id: null, token: null, tag: refTag });
   runs.sort((a, b) => (a.tag < b.tag ? -1 : 1));
+  return { runs, stateKey, registry };
+}
+
+/**
+ * The overlay of one batched run: the schemata over each target, and per mutant, per decoy and for
+ * the reference one copy of the judged test file beside the original (so relative imports and include
+ * globs still match), each importing first a tiny activator of its own. Every file a copy adds is
+ * named with a token derived from the schemata salt, so names say nothing about which mutant runs.
+ */
+export function planMutationRun(options: PlanOptions): MutationPlan {
+  const runner = planRunner(options.runner);
+  const { testFile } = options;
+  const { runs, stateKey, registry } = runsOf(options, runner);
   const esm = isEsm(testFile.text, testFile.path, runner);
+  const ext = activatorExt(testFile.path);
   const overlay: Record<string, string> = {};
   for (const t of options.targets) overlay[t.path] = t.schemata.text;
-  const mutantOf = new Map<string, string | null>();
-  const ext = activatorExt(testFile.path);
-  let coverageFile = '';
-  let referenceFile = '';
+  const base = { runner, esm, stateKey };
   const preload: string[] = [];
   if (registry === 'shared') {
-    const reset = companionPath(testFile.path, `vtnode-r${refTag.slice(-12)}`, ext);
-    overlay[reset] = activatorSource({
-      runner,
-      esm,
-      stateKey,
-      token: null,
-      hitLimit: 0,
-      coverageName: null,
-      bare: true,
-    });
+    const reset = companionPath(
+      testFile.path,
+      `vtnode-r${runs.find((r) => r.id === null)!.tag.slice(-12)}`,
+      ext,
+    );
+    overlay[reset] = activatorSource({ ...base, token: null, hitLimit: 0, coverageName: null, bare: true });
     preload.push(
       specifierFor(testFile.text, testFile.path, reset, runner),
       ...runtimeImports(testFile.text, testFile.path),
     );
   }
+  const mutantOf = new Map<string, string | null>();
+  let coverageFile = '';
   for (const r of runs) {
     const copy = taggedPath(testFile.path, r.tag);
     const activator = companionPath(testFile.path, r.tag, `.activate${ext}`);
-    const coverageName =
-      r.id === null ? posix.basename(companionPath(testFile.path, r.tag, '.coverage.json')) : null;
-    overlay[activator] = activatorSource({
-      runner,
-      esm,
-      stateKey,
-      token: r.token,
-      hitLimit: options.hitLimit ?? DEFAULT_HIT_LIMIT,
-      coverageName,
-      preload,
-    });
-    overlay[copy] = withActivator(
-      testFile.text,
-      testFile.path,
-      specifierFor(testFile.text, testFile.path, activator, runner),
-      esm,
-    );
+    const coverage = r.id === null ? companionPath(testFile.path, r.tag, '.coverage.json') : null;
+    const hitLimit = options.hitLimit ?? DEFAULT_HIT_LIMIT;
+    const coverageName = coverage === null ? null : posix.basename(coverage);
+    overlay[activator] = activatorSource({ ...base, token: r.token, hitLimit, coverageName, preload });
+    const specifier = specifierFor(testFile.text, testFile.path, activator, runner);
+    overlay[copy] = withActivator(testFile.text, testFile.path, specifier, esm);
     if (options.snapshot != null) overlay[snapshotPathOf(copy)] = options.snapshot;
     mutantOf.set(copy, r.id);
-    if (r.id === null) {
-      referenceFile = copy;
-      coverageFile = posix.join(posix.dirname(activator), coverageName!);
-    }
+    if (coverage !== null) coverageFile = coverage;
   }
   return {
     runner,
@@ -465,8 +462,8 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
     overlay,
     testFiles: [...mutantOf.keys()],
     mutantOf,
-    decoys: new Set(decoys.map((d) => d.id)),
-    referenceFile,
+    decoys: new Set((options.decoys ?? []).map((d) => d.id)),
+    referenceFile: [...mutantOf].find(([, id]) => id === null)![0],
     originalFile: testFile.path,
     coverageFile,
   };

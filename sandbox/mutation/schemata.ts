@@ -1,6 +1,14 @@
 import ts from 'typescript';
 import { sha256Hex } from '../../protocol/canonical.ts';
-import { bodySpan, functionKeys, isTypeScript, parseSource, walkRuntime } from './ast.ts';
+import {
+  bodySpan,
+  type FunctionWithBody,
+  functionKeys,
+  isFunctionWithBody,
+  isTypeScript,
+  parseSource,
+  walkRuntime,
+} from './ast.ts';
 import type { Mutant } from './mutants.ts';
 
 /** The global property that holds the run-time state of every instrumented module. */
@@ -191,9 +199,9 @@ function probeEdits(
     asi: false,
   });
   walkRuntime(sf, (node) => {
-    const key = keys.get(node as never);
+    const key = isFunctionWithBody(node) ? keys.get(node) : undefined;
     if (key !== undefined) {
-      const body = (node as ts.FunctionLikeDeclaration).body!;
+      const body = (node as FunctionWithBody).body!;
       const call = `${h.E}(${JSON.stringify(key)})`;
       if (ts.isBlock(body)) edits.push(probe(...bodySpan(body, sf, true), `${call};`));
       else edits.push(probe(body.getStart(sf), body.end, `(${call}, `, ')'));
