@@ -73,7 +73,7 @@ async function judgedOverlay(
   const setup = harnessSetup(request.task.judge.runner, box);
   for (const file of testFiles) {
     const text = overlay[file] ?? (await readFile(insideBox(request.workspaceDir, file), 'utf8'));
-    overlay[file] = instrumentTestFile(text, file, setup);
+    overlay[file] = instrumentTestFile(text, file, setup, join(box, file));
   }
   if (setup.entry) overlay[setup.entry.path] = setup.entry.text;
   return { overlay, protect: Object.keys(overlay) };

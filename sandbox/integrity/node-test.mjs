@@ -4,8 +4,8 @@
 import assert from 'node:assert';
 import strict from 'node:assert/strict';
 import nodeTest from 'node:test';
-import { freezeExports, hardenIntrinsics } from './harden.mjs';
-import { mustFail, mustPass, mutationState, reportSentinel } from './record.mjs';
+import { freezeExports, hardenIntrinsics } from './harden.cjs';
+import { mustFail, mustPass, mutationState, reportSentinel } from './record.cjs';
 
 hardenIntrinsics();
 freezeExports(assert, 'node:assert');

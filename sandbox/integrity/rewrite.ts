@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
@@ -13,16 +13,12 @@ export const HARNESS_DIR = dirname(fileURLToPath(import.meta.url));
  */
 export const INTEGRITY_DIGEST = (() => {
   const h = createHash('sha256');
-  for (const f of [
-    'harden.mjs',
-    'record.mjs',
-    'vitest.mjs',
-    'node-test.mjs',
-    'rewrite.ts',
-    'sentinel.ts',
-    '../tamper.ts',
-  ])
-    h.update(readFileSync(join(HARNESS_DIR, f)));
+  const files = readdirSync(HARNESS_DIR)
+    .filter((f) => /\.(?:[cm]?js|ts)$/.test(f))
+    .sort()
+    .map((f) => join(HARNESS_DIR, f));
+  for (const f of [...files, join(HARNESS_DIR, '..', 'tamper.ts')])
+    h.update(f.slice(HARNESS_DIR.length)).update(readFileSync(f));
   return `sha256:${h.digest('hex')}`;
 })();
 
@@ -31,53 +27,89 @@ export const ENTRY_PATH = '.vtnode/integrity.mjs';
 
 /** How the judged test files of one box load the harness. */
 export interface HarnessSetup {
-  /** Absolute specifier of the module every judged test file imports first. */
-  specifier: string;
-  /** The statements appended to a judged test file: they register the sentinel test, last. */
-  tail(esm: boolean): string;
+  /** The statement put before a judged file's first statement: it loads the harness before anything else. */
+  prelude(esm: boolean, file: string): string;
+  /** The statements appended to a judged file (`file`: its absolute path in the box): the sentinel test, last. */
+  tail(esm: boolean, file: string): string;
   /** A module to write into the box (and protect) before the run, when the runner needs one. */
   entry: { path: string; text: string } | null;
+}
+
+const load = (esm: boolean, spec: string) => (esm ? `import ${spec}; ` : `require(${spec}); `);
+
+function vitestSetup(box: string): HarnessSetup {
+  const harness = join(HARNESS_DIR, 'vitest.mjs');
+  const text = [
+    '// Written by vtnode: the integrity harness of this judged run (see sandbox/integrity/).',
+    "import * as vitest from 'vitest';",
+    `import { installVitest } from ${JSON.stringify(harness)};`,
+    `const harness = installVitest(vitest, { box: ${JSON.stringify(box)} });`,
+    'export const sentinel = harness.sentinel;',
+    '',
+  ].join('\n');
+  const spec = JSON.stringify(join(box, ENTRY_PATH));
+  return {
+    prelude: (esm) => load(esm, spec),
+    // vitest files its tests by suite, so the harness may register the sentinel itself.
+    tail: (esm) =>
+      esm
+        ? `\n;import { sentinel as __vtnodeSentinel } from ${spec};\n__vtnodeSentinel();\n`
+        : `\n;require(${spec}).sentinel();\n`,
+    entry: { path: ENTRY_PATH, text },
+  };
+}
+
+function nodeTestSetup(): HarnessSetup {
+  const spec = JSON.stringify(join(HARNESS_DIR, 'node-test.mjs'));
+  return {
+    prelude: (esm) => load(esm, spec),
+    // node:test files a test where `test()` is called: the sentinel is declared in the test file itself.
+    tail: (esm) =>
+      esm
+        ? `\n;import { test as __vtnodeTest } from 'node:test';\nimport { sentinelBody as __vtnodeSentinel } from ${spec};\n__vtnodeTest('vtnode:sentinel', __vtnodeSentinel);\n`
+        : `\n;require('node:test').test('vtnode:sentinel', require(${spec}).sentinelBody);\n`,
+    entry: null,
+  };
+}
+
+function jestSetup(): HarnessSetup {
+  const spec = JSON.stringify(join(HARNESS_DIR, 'jest.cjs'));
+  return {
+    // A side-effect import: TypeScript keeps it, ts-jest and babel-jest turn it into the first require.
+    prelude: (esm) => load(esm, spec),
+    // Appended code must be CommonJS-safe (a file babel-jest does not transform stays CommonJS).
+    tail: () =>
+      `\n;(globalThis.test ?? require('@jest/globals').test)('vtnode:sentinel', require(${spec}).sentinelBody());\n`,
+    entry: null,
+  };
+}
+
+function mochaSetup(): HarnessSetup {
+  const spec = JSON.stringify(join(HARNESS_DIR, 'mocha.cjs'));
+  return {
+    prelude: (esm, file) => (esm ? `import ${spec}; ` : `require(${spec}).prime(${JSON.stringify(file)}); `),
+    // A suite of its own, last in the file: mocha runs it after the file's other suites.
+    tail: (_esm, file) =>
+      `\n;(globalThis.describe ?? globalThis.suite)('vtnode:sentinel', function () { (globalThis.it ?? globalThis.test)('vtnode:sentinel', require(${spec}).sentinelBody(${JSON.stringify(file)})); });\n`,
+    entry: null,
+  };
 }
 
 /**
  * The harness of a runner for a box. vitest's harness must use the workspace's own `vitest` module (the
  * instance the test file registers its tests with), so a small entry module in the box imports both;
- * node:test's is a builtin, so the harness module is imported directly.
+ * the others reach their runner through builtins or globals, so the harness module is loaded directly.
  */
 export function harnessSetup(runner: TestRunner, box: string): HarnessSetup {
   switch (runner) {
-    case 'vitest': {
-      const harness = join(HARNESS_DIR, 'vitest.mjs');
-      const text = [
-        '// Written by vtnode: the integrity harness of this judged run (see sandbox/integrity/).',
-        "import * as vitest from 'vitest';",
-        `import { installVitest } from ${JSON.stringify(harness)};`,
-        `const harness = installVitest(vitest, { box: ${JSON.stringify(box)} });`,
-        'export const sentinel = harness.sentinel;',
-        '',
-      ].join('\n');
-      const specifier = join(box, ENTRY_PATH);
-      const spec = JSON.stringify(specifier);
-      // vitest files its tests by suite, so the harness may register the sentinel itself.
-      const tail = (esm: boolean) =>
-        esm
-          ? `\n;import { sentinel as __vtnodeSentinel } from ${spec};\n__vtnodeSentinel();\n`
-          : `\n;require(${spec}).sentinel();\n`;
-      return { specifier, tail, entry: { path: ENTRY_PATH, text } };
-    }
-    case 'node:test': {
-      const specifier = join(HARNESS_DIR, 'node-test.mjs');
-      const spec = JSON.stringify(specifier);
-      // node:test files a test where `test()` is called: the sentinel is declared in the test file itself.
-      const tail = (esm: boolean) =>
-        esm
-          ? `\n;import { test as __vtnodeTest } from 'node:test';\nimport { sentinelBody as __vtnodeSentinel } from ${spec};\n__vtnodeTest('vtnode:sentinel', __vtnodeSentinel);\n`
-          : `\n;require('node:test').test('vtnode:sentinel', require(${spec}).sentinelBody);\n`;
-      return { specifier, tail, entry: null };
-    }
+    case 'vitest':
+      return vitestSetup(box);
+    case 'node:test':
+      return nodeTestSetup();
     case 'jest':
+      return jestSetup();
     case 'mocha':
-      throw new Error(`no integrity harness for ${runner} yet`);
+      return mochaSetup();
   }
 }
 
@@ -129,11 +161,14 @@ function afterDirective(text: string, fileName: string): boolean {
  * The judged test file as it runs in the box: the harness imported before anything else (on the line of
  * the first statement, so line numbers stay), and the sentinel registered after everything else.
  */
-export function instrumentTestFile(text: string, fileName: string, setup: HarnessSetup): string {
+export function instrumentTestFile(
+  text: string,
+  fileName: string,
+  setup: HarnessSetup,
+  path = fileName,
+): string {
   const esm = usesEsmSyntax(text, fileName);
-  const spec = JSON.stringify(setup.specifier);
   const at = preludeOffset(text, fileName);
   const lead = afterDirective(text, fileName) ? ';' : '';
-  const prelude = `${lead}${esm ? `import ${spec}; ` : `require(${spec}); `}`;
-  return `${text.slice(0, at)}${prelude}${text.slice(at)}${setup.tail(esm)}`;
+  return `${text.slice(0, at)}${lead}${setup.prelude(esm, path)}${text.slice(at)}${setup.tail(esm, path)}`;
 }

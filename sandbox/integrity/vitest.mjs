@@ -1,7 +1,7 @@
 // vitest's integrity harness. The box's entry module (written by the scorer) imports the workspace's own
 // `vitest` and calls installVitest() before the judged test file's other imports run, i.e. before the
 // candidate loads; the sentinel test appended to the file calls the returned sentinel().
-import { hardenIntrinsics, pristine } from './harden.mjs';
+import { hardenIntrinsics, pristine } from './harden.cjs';
 import {
   changedNames,
   createRecorder,
@@ -11,7 +11,7 @@ import {
   reportSentinel,
   SENTINEL_NAME,
   snapshot,
-} from './record.mjs';
+} from './record.cjs';
 
 const JEST_MATCHERS = Symbol.for('$$jest-matchers-object');
 const ASYMMETRIC = Symbol.for('asymmetric-matchers-object');

@@ -1,13 +1,14 @@
+'use strict';
 // What every runner's integrity harness shares: attributing a write to the code that made it, recording
 // violations, watching properties of the runner's task objects, and the sentinel's one-line message.
-import { pristine } from './harden.mjs';
+const { pristine } = require('./harden.cjs');
 
 /** Prefix of the sentinel's failure message; the scorer reads the JSON that follows it. */
-export const SENTINEL_PREFIX = 'vtnode-sentinel:';
+const SENTINEL_PREFIX = 'vtnode-sentinel:';
 /** Name of the sentinel test appended to every judged test file. */
-export const SENTINEL_NAME = 'vtnode:sentinel';
+const SENTINEL_NAME = 'vtnode:sentinel';
 const MAX_VIOLATIONS = 20;
-const HARNESS_DIR = new URL('.', import.meta.url).pathname;
+const HARNESS_DIR = `${__dirname}/`;
 
 function callSites() {
   const prepare = Error.prepareStackTrace;
@@ -37,7 +38,7 @@ function fileOf(site) {
  * candidate, the tests, workspace modules) must never write the runner's task state; the runner and the
  * workspace's dependencies (outside the box, read-only) may.
  */
-export function createRecorder({ box }) {
+function createRecorder({ box }) {
   const violations = [];
   const boxDir = box.endsWith('/') ? box : `${box}/`;
 
@@ -93,7 +94,7 @@ export function createRecorder({ box }) {
 }
 
 /** Names of `obj`'s own properties whose value (or accessor) differs from `before`, plus new ones. */
-export function changedNames(before, obj) {
+function changedNames(before, obj) {
   const out = [];
   for (const key of pristine.ownKeys(obj)) {
     const d = pristine.getOwnPropertyDescriptor(obj, key);
@@ -107,14 +108,14 @@ export function changedNames(before, obj) {
 }
 
 /** The own property descriptors of `obj`, for changedNames. */
-export function snapshot(obj) {
+function snapshot(obj) {
   const m = new Map();
   for (const key of pristine.ownKeys(obj)) m.set(key, pristine.getOwnPropertyDescriptor(obj, key));
   return m;
 }
 
 /** Runs `fn`; a canary must throw. Returns 'ok' when it did, 'passed' when it did not. */
-export async function mustFail(fn) {
+async function mustFail(fn) {
   try {
     await fn();
     return 'passed';
@@ -124,7 +125,7 @@ export async function mustFail(fn) {
 }
 
 /** Runs `fn`; it must not throw. */
-export async function mustPass(fn) {
+async function mustPass(fn) {
   try {
     await fn();
     return 'ok';
@@ -134,14 +135,26 @@ export async function mustPass(fn) {
 }
 
 /** The mutation/coverage state an instrumented target left on globalThis, if any. */
-export function mutationState() {
+function mutationState() {
   const m = globalThis.__vtnode_mutation;
   if (!m || typeof m !== 'object') return null;
   return { active: m.active ?? null, hits: m.hits ?? 0, limitHit: m.limitHit === true, cov: m.cov ?? null };
 }
 
 /** Throws the sentinel's failure: one line, the prefix then the state as JSON. */
-export function reportSentinel(state) {
+function reportSentinel(state) {
   const text = pristine.stringify(state);
   throw new pristine.errorCtor(`${SENTINEL_PREFIX}${text}`);
 }
+
+module.exports = {
+  SENTINEL_PREFIX,
+  SENTINEL_NAME,
+  createRecorder,
+  changedNames,
+  snapshot,
+  mustFail,
+  mustPass,
+  mutationState,
+  reportSentinel,
+};

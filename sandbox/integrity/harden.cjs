@@ -1,3 +1,5 @@
+'use strict';
+// (CommonJS: jest loads it through its own module registry, mocha through require; ESM imports it too.)
 // Hardens the JavaScript intrinsics a test runner and its matchers rely on, inside a judged test process,
 // before any workspace module (and so the candidate) loads. Plain JavaScript: it runs under the
 // workspace's own Node and runner, wherever vtnode is installed.
@@ -71,7 +73,7 @@ const ownKeys = Reflect.ownKeys;
 const getPrototypeOf = Object.getPrototypeOf;
 
 /** Pristine references the harness uses after the candidate loaded. */
-export const pristine = Object.freeze({
+const pristine = Object.freeze({
   is: Object.is,
   keys: Object.keys,
   getPrototypeOf,
@@ -166,7 +168,7 @@ function hiddenIntrinsics() {
  * Hardens the intrinsics once per realm (later calls are no-ops) and returns how many properties were
  * frozen. The global bindings of the hardened constructors become read-only too.
  */
-export function hardenIntrinsics() {
+function hardenIntrinsics() {
   if (globalThis[STATE]) return 0;
   const seen = new WeakSet();
   let n = 0;
@@ -183,6 +185,8 @@ export function hardenIntrinsics() {
 }
 
 /** Freezes the properties of a module's exports (node:assert, node:test): they cannot be replaced. */
-export function freezeExports(moduleObject, label) {
+function freezeExports(moduleObject, label) {
   return hardenTree(moduleObject, label, new WeakSet(), {});
 }
+
+module.exports = { pristine, hardenIntrinsics, freezeExports };

@@ -1,0 +1,88 @@
+'use strict';
+// jest's integrity harness, required first by every judged test file. jest runs each test file in its
+// own vm context with a fresh module registry (this module is evaluated once per file), while `expect`,
+// its matchers and the runner live in the worker's main realm, shared by the files the worker runs.
+// Both realms are hardened: the file's (the candidate's own intrinsics) and the main one (the matchers'),
+// reached through `expect`, a function of that realm.
+const { readFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { hardenIntrinsics } = require('./harden.cjs');
+const { changedNames, mustFail, mustPass, mutationState, reportSentinel, snapshot } = require('./record.cjs');
+
+const JEST_MATCHERS = Symbol.for('$$jest-matchers-object');
+
+/** The worker's main realm, where expect() and its matchers were loaded, or null. */
+function mainRealmOf(expect) {
+  if (typeof expect !== 'function') return null;
+  try {
+    const realm = expect.constructor('return globalThis')();
+    return realm === globalThis ? null : realm;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs harden.cjs inside another realm, with that realm's own Function constructor. */
+function hardenRealm(realm) {
+  const source = readFileSync(join(__dirname, 'harden.cjs'), 'utf8');
+  const module = { exports: {} };
+  realm.Function('module', 'exports', 'require', source)(module, module.exports, () => ({}));
+  module.exports.hardenIntrinsics();
+}
+
+// jest intercepts `@jest/globals` whoever requires it; a config with injectGlobals: false has no globals.
+const expect = globalThis.expect ?? require('@jest/globals').expect;
+hardenIntrinsics();
+const realm = mainRealmOf(expect);
+if (realm) hardenRealm(realm);
+const matchersObject = (realm ?? globalThis)[JEST_MATCHERS];
+const tables = matchersObject ? [['matchers', matchersObject.matchers]] : [];
+const before = tables.map(([name, t]) => [name, snapshot(t)]);
+const testersBefore = matchersObject?.customEqualityTesters?.length ?? 0;
+let importChanges = null;
+
+function changes() {
+  return before.flatMap(([name, snap], i) => changedNames(snap, tables[i][1]).map((k) => `${name}.${k}`));
+}
+
+async function canaries(e) {
+  if (typeof e !== 'function') return { expect: 'threw: expect() is not reachable' };
+  return {
+    toBe: await mustFail(() => e(1).toBe(2)),
+    notToBe: await mustFail(() => e(1).not.toBe(1)),
+    toEqual: await mustFail(() => e({ a: [1, { b: 2 }] }).toEqual({ a: [1, { b: 3 }] })),
+    toEqualDate: await mustFail(() => e(new Date(0)).toEqual(new Date(1))),
+    toEqualMap: await mustFail(() => e(new Map([[1, 2]])).toEqual(new Map([[1, 3]]))),
+    toStrictEqual: await mustFail(() => e([1, undefined]).toStrictEqual([1])),
+    toMatchObject: await mustFail(() => e({ a: 1, b: 2 }).toMatchObject({ a: 2 })),
+    toThrow: await mustFail(() => e(() => 1).toThrow()),
+    toBeTruthy: await mustFail(() => e(0).toBeTruthy()),
+    toMatch: await mustFail(() => e('abc').toMatch(/z/)),
+    toContain: await mustFail(() => e([1]).toContain(2)),
+    toHaveLength: await mustFail(() => e([1]).toHaveLength(2)),
+    toBeCloseTo: await mustFail(() => e(0.1).toBeCloseTo(0.3, 5)),
+    resolves: await mustFail(() => e(Promise.resolve(1)).resolves.toBe(2)),
+    equalPasses: await mustPass(() => e({ a: [1] }).toEqual({ a: [1] })),
+  };
+}
+
+/** Called by the sentinel's registration, after the file's top-level code: what its imports changed. */
+function sentinelBody() {
+  importChanges ??= changes();
+  const imported = importChanges;
+  return async () => {
+    reportSentinel({
+      v: 1,
+      runner: 'jest',
+      canaries: await canaries(expect),
+      importChanges: imported,
+      runChanges: changes().filter((c) => !imported.includes(c)),
+      testers: 0,
+      testersAfter: (matchersObject?.customEqualityTesters?.length ?? 0) - testersBefore,
+      violations: [],
+      mutation: mutationState(),
+    });
+  };
+}
+
+module.exports = { sentinelBody };

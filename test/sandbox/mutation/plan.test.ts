@@ -1,0 +1,352 @@
+import { describe, expect, it } from 'vitest';
+import type { Verdict } from '../../../sandbox/judges/verdict.ts';
+import {
+  activatorSource,
+  companionPath,
+  killMatrix,
+  MutationPlanError,
+  makeDecoys,
+  moduleState,
+  parseCoverage,
+  planMutationRun,
+  prepareMutationRun,
+  snapshotPathOf,
+  taggedPath,
+} from '../../../sandbox/mutation/plan.ts';
+import { HIT_LIMIT_MARKER } from '../../../sandbox/mutation/schemata.ts';
+
+const SOURCE = 'export function f(a, b) {\n  return a < b ? a + 1 : b - 1;\n}\n';
+const TEST = [
+  '// leading comment stays first',
+  "import { expect, it } from 'vitest';",
+  "import { f } from './f.ts';",
+  '',
+  "it('f', () => expect(f(1, 2)).toBe(2));",
+  '',
+].join('\n');
+
+const prepare = (over: Partial<Parameters<typeof prepareMutationRun>[0]> = {}) =>
+  prepareMutationRun({
+    runner: 'vitest',
+    sources: [{ path: 'src/f.ts', text: SOURCE }],
+    testFile: { path: 'src/f.test.ts', text: TEST },
+    salt: 's1',
+    ...over,
+  });
+
+describe('names', () => {
+  it('inserts the tag after the first name segment, so suffix and prefix globs still match', () => {
+    expect(taggedPath('src/money/amount.test.ts', 'T')).toBe('src/money/amount.T.test.ts');
+    expect(taggedPath('src/journal/journal.reverse.test.ts', 'T')).toBe(
+      'src/journal/journal.T.reverse.test.ts',
+    );
+    expect(taggedPath('test/test-math.js', 'T')).toBe('test/test-math.T.js');
+    expect(taggedPath('spec.cjs', 'T')).toBe('spec.T.cjs');
+    expect(taggedPath('test/.hidden.test.js', 'T')).toBe('test/.hidden.T.test.js');
+    expect(companionPath('src/a.test.ts', 'T', '.activate.ts')).toBe('src/a.T.activate.ts');
+    expect(snapshotPathOf('src/a.T.test.ts')).toBe('src/__snapshots__/a.T.test.ts.snap');
+  });
+});
+
+describe('planMutationRun', () => {
+  it('writes the schemata over the target and one copy plus activator per mutant, decoy and the reference', () => {
+    const { plan, mutants, schemata } = prepare();
+    expect(mutants.length).toBeGreaterThan(5);
+    expect(plan.testFiles).toHaveLength(mutants.length + 2 + 1); // + 2 decoys + the reference
+    expect(plan.overlay['src/f.ts']).toBe(schemata[0]!.text);
+    expect(Object.keys(plan.overlay)).toHaveLength(1 + 2 * plan.testFiles.length);
+    const ids = [...plan.mutantOf.values()];
+    expect(ids.filter((id) => id === null)).toHaveLength(1);
+    expect(new Set(ids.filter((id) => id !== null && !plan.decoys.has(id)))).toEqual(
+      new Set(mutants.map((m) => m.id)),
+    );
+    for (const f of plan.testFiles) {
+      expect(f).toMatch(/^src\/f\.vtnode-t[0-9a-f]{12}\.test\.ts$/);
+      // File names say nothing about which mutant (or whether any) runs in the copy.
+      for (const id of ids) if (id) expect(f).not.toContain(id.slice(1));
+    }
+    expect(plan.referenceFile).toBe([...plan.mutantOf].find(([, id]) => id === null)![0]);
+    expect(plan.coverageFile).toBe(plan.referenceFile.replace('.test.ts', '.coverage.json'));
+  });
+
+  it('each copy imports its own activator first (after leading comments), which sets its token', () => {
+    const { plan, schemata } = prepare();
+    const tokens = schemata[0]!.tokens;
+    for (const [copy, id] of plan.mutantOf) {
+      const text = plan.overlay[copy]!;
+      const activator = copy.replace('.test.ts', '.activate.ts');
+      const lines = text.split('\n');
+      expect(lines[0]).toBe('// leading comment stays first');
+      expect(lines[1]).toBe(`import "./${activator.split('/').pop()}";`);
+      expect(lines.slice(2).join('\n')).toBe(TEST.split('\n').slice(1).join('\n'));
+      const act = plan.overlay[activator]!;
+      expect(act).toContain(`s.active = ${JSON.stringify(id === null ? null : tokens[id])};`);
+      expect(act).toContain("import { afterAll } from 'vitest';");
+      expect(act.includes('writeFileSync')).toBe(id === null); // only the reference writes coverage
+    }
+  });
+
+  it('mirrors how the test file writes relative imports (.ts, .js or none) and its module kind', () => {
+    const activatorLine = (
+      text: string,
+      path: string,
+      runner: 'vitest' | 'node:test' | 'jest' = 'vitest',
+    ) => {
+      const { plan } = prepare({ runner, testFile: { path, text } });
+      return plan.overlay[plan.testFiles[0]!]!.split('\n')[0]!;
+    };
+    expect(activatorLine("import { f } from './f.js';\n", 'src/f.test.ts')).toMatch(
+      /^import "\.\/f\.vtnode-t\w+\.activate\.js";$/,
+    );
+    expect(activatorLine("import { f } from './f';\n", 'src/f.test.ts')).toMatch(
+      /^import "\.\/f\.vtnode-t\w+\.activate";$/,
+    );
+    expect(activatorLine("import { f } from '@app/f';\n", 'src/f.test.ts', 'jest')).toMatch(/activate";$/);
+    expect(activatorLine("import { f } from './f.mjs';\n", 'src/f.test.mjs', 'node:test')).toMatch(
+      /activate\.mjs";$/,
+    );
+    // CommonJS: a require() after the prologue, and an activator without ES syntax.
+    const cjs = "'use strict';\nconst { f } = require('./f.js');\n";
+    const { plan } = prepare({ runner: 'node:test', testFile: { path: 'test/f.test.js', text: cjs } });
+    const copy = plan.testFiles[0]!;
+    expect(plan.overlay[copy]!.split('\n').slice(0, 2)).toEqual([
+      "'use strict';",
+      `require("./${copy.split('/').pop()!.replace('.test.js', '.activate.js')}");`,
+    ]);
+    const act = plan.overlay[copy.replace('.test.js', '.activate.js')]!;
+    expect(act).toContain("const { after } = require('node:test');");
+    expect(act).not.toMatch(/^(import|export) /m);
+  });
+
+  it('copies the snapshot file beside every copy', () => {
+    const { plan } = prepare({ snapshot: 'exports[`f 1`] = `2`;\n' });
+    for (const f of plan.testFiles) expect(plan.overlay[snapshotPathOf(f)]).toBe('exports[`f 1`] = `2`;\n');
+  });
+
+  it('refuses mocha, mutants missing from the schemata and targets with different state keys', () => {
+    expect(() => prepare({ runner: 'mocha' })).toThrow(MutationPlanError);
+    expect(() => prepare({ runner: 'mocha' })).toThrow(/one module registry/);
+    const { mutants, schemata } = prepare();
+    const other = prepare({ sources: [{ path: 'src/g.ts', text: SOURCE }], stateKey: 'other' });
+    expect(() =>
+      planMutationRun({
+        runner: 'vitest',
+        targets: [{ path: 'src/f.ts', schemata: schemata[0]! }],
+        testFile: { path: 'src/f.test.ts', text: TEST },
+        mutants: [...mutants, ...other.mutants],
+      }),
+    ).toThrow(/is in no target's schemata/);
+    expect(() =>
+      planMutationRun({
+        runner: 'vitest',
+        targets: [
+          { path: 'src/f.ts', schemata: schemata[0]! },
+          { path: 'src/g.ts', schemata: other.schemata[0]! },
+        ],
+        testFile: { path: 'src/f.test.ts', text: TEST },
+        mutants,
+      }),
+    ).toThrow(/different state keys/);
+  });
+
+  it('is deterministic for a salt; another salt renames every file and token', () => {
+    const a = prepare().plan;
+    expect(prepare().plan).toEqual(a);
+    const b = prepare({ salt: 's2' }).plan;
+    expect(b.testFiles.filter((f) => a.testFiles.includes(f))).toEqual([]);
+    expect([...b.mutantOf.values()].filter((id) => id && !b.decoys.has(id)).sort()).toEqual(
+      [...a.mutantOf.values()].filter((id) => id && !a.decoys.has(id)).sort(),
+    );
+  });
+});
+
+describe('shared module registry (vitest --isolate=false)', () => {
+  const STATEFUL =
+    'let calls = 0;\nexport function f(a, b) {\n  calls++;\n  return a < b ? a + 1 : b - 1;\n}\n';
+
+  it('each activator first imports a reset module, then what the test file imports, then sets its token', () => {
+    const { plan } = prepare({ registry: 'shared' });
+    expect(plan.registry).toBe('shared');
+    const resets = Object.keys(plan.overlay).filter((f) => /\.vtnode-r[0-9a-f]{12}\.ts$/.test(f));
+    expect(resets).toHaveLength(1);
+    expect(plan.overlay[resets[0]!]).toContain('s.active = null;');
+    expect(plan.overlay[resets[0]!]).not.toContain('afterAll');
+    for (const copy of plan.testFiles) {
+      const lines = plan.overlay[copy.replace('.test.ts', '.activate.ts')]!.split('\n');
+      const imports = lines.filter((l) => l.startsWith('import '));
+      expect(imports.slice(0, 4)).toEqual([
+        `import "./${resets[0]!.split('/').pop()}";`,
+        'import "vitest";',
+        'import "./f.ts";',
+        "import { afterAll } from 'vitest';",
+      ]);
+      expect(lines.findIndex((l) => l.startsWith('s.active = '))).toBeGreaterThan(
+        lines.indexOf('import "./f.ts";'),
+      );
+    }
+  });
+
+  it('leaves module-level mutants out, and is refused for them and for other runners', () => {
+    const withTop = 'export const LIMIT = 2 + 3;\nexport function f(a) {\n  return a * LIMIT;\n}\n';
+    const shared = prepare({ registry: 'shared', sources: [{ path: 'src/f.ts', text: withTop }] });
+    const perFile = prepare({ sources: [{ path: 'src/f.ts', text: withTop }] });
+    expect(perFile.mutants.some((m) => m.fn === '<module>')).toBe(true);
+    expect(shared.mutants.some((m) => m.fn === '<module>')).toBe(false);
+    expect(shared.mutants.length).toBeGreaterThan(0);
+    expect(() =>
+      planMutationRun({
+        runner: 'vitest',
+        registry: 'shared',
+        targets: [{ path: 'src/f.ts', schemata: perFile.schemata[0]! }],
+        testFile: { path: 'src/f.test.ts', text: TEST },
+        mutants: perFile.mutants,
+      }),
+    ).toThrow(/module-level code/);
+    expect(() => prepare({ registry: 'shared', runner: 'jest' })).toThrow(/vitest mode/);
+  });
+
+  it('auto: shared for vitest and stateless sources only', () => {
+    expect(prepare({ registry: 'auto' }).plan.registry).toBe('shared');
+    expect(prepare({ registry: 'auto', sources: [{ path: 'src/f.ts', text: STATEFUL }] }).plan.registry).toBe(
+      'per-file',
+    );
+    expect(prepare({ registry: 'auto', runner: 'node:test' }).plan.registry).toBe('per-file');
+  });
+
+  it('moduleState names what a shared registry would carry from one copy to the next', () => {
+    expect(moduleState(STATEFUL, 'a.js')).toEqual(['module-level let/var calls']);
+    expect(
+      moduleState(
+        [
+          'const N = 3, S = "s", NEG = -1, F = () => 1, C = class {}, ALIAS = N, T = `t`;',
+          'const CACHE = new Map();',
+          'const LIST = [1, 2];',
+          'const CONF = { a: 1 } as const;',
+          'register(N);',
+          '"use strict";',
+          'class K { static count = 0; static readonly NAME = "k"; static made = []; }',
+          'export function f() {}',
+        ].join('\n'),
+        'a.ts',
+      ),
+    ).toEqual([
+      'module-level const CACHE',
+      'module-level const LIST',
+      'module-level const CONF',
+      'module-level statement at line 5',
+      'static field K.count',
+      'static field K.made',
+    ]);
+  });
+});
+
+describe('decoys', () => {
+  it('sit on expression mutants, change nothing, and are chosen by the salt', () => {
+    const { mutants } = prepare();
+    const d = makeDecoys(mutants, 2, 'x');
+    expect(d).toHaveLength(2);
+    for (const x of d) {
+      expect(x.replacement).toBe(x.original);
+      expect(x.kind).toBe('expression');
+      expect(x.id).toMatch(/^d[0-9a-f]{12}$/);
+    }
+    expect(makeDecoys(mutants, 2, 'x')).toEqual(d);
+    expect(makeDecoys(mutants, 5, 'y').map((x) => x.id)).not.toEqual(d.map((x) => x.id));
+  });
+});
+
+describe('activatorSource', () => {
+  it('creates the state when absent, resets the counters and fails the file when the limit tripped', () => {
+    const src = activatorSource({
+      runner: 'jest',
+      esm: false,
+      stateKey: 'K',
+      token: 't1',
+      hitLimit: 9,
+      coverageName: 'c.json',
+    });
+    expect(src).toContain('globalThis["K"] ?? (globalThis["K"] = {');
+    expect(src).toContain('s.limit = 9;');
+    expect(src).toContain('afterAll(() => {');
+    expect(src).toContain(`throw new Error('${HIT_LIMIT_MARKER}`);
+    // jest compiles to CommonJS: no import.meta, the file is written next to the activator.
+    expect(src).toContain('require(\'node:path\').join(__dirname, "./c.json")');
+  });
+});
+
+describe('killMatrix', () => {
+  const { plan, mutants } = prepare();
+  const copyOf = (id: string | null) => [...plan.mutantOf].find(([, x]) => x === id)![0];
+  const decoys = [...plan.decoys];
+  const [m0, m1, m2, m3] = mutants;
+
+  it('maps each copy to killed, survived, hung or missing; decoys and the reference apart', () => {
+    const pass = (file: string, name = 'f') => ({ file, name, status: 'passed' as const });
+    const fail = (file: string, message = 'expected 2 to be 3') => ({
+      file,
+      name: 'f',
+      status: 'failed' as const,
+      message,
+    });
+    const verdict: Verdict = {
+      cases: [
+        pass(copyOf(null)),
+        { file: copyOf(null), name: 'g', status: 'skipped' },
+        fail(copyOf(m0!.id)),
+        pass(copyOf(m1!.id)),
+        fail(copyOf(m2!.id), `Error: ${HIT_LIMIT_MARKER}: more than 9 loop iterations`),
+        pass(copyOf(decoys[0]!)),
+        fail(copyOf(decoys[1]!)),
+        ...mutants.slice(4).map((m) => pass(copyOf(m.id))),
+      ],
+      errors: [`${copyOf(m3!.id)}: Error: cannot import the target`, 'vitest.config.ts: broken'],
+    };
+    // m3 has only a file-level error; every other copy has cases, none for one extra mutant below.
+    const m = killMatrix(plan, verdict);
+    expect(m.reference).toBe('passed');
+    expect(m.referenceCases.map((c) => c.file)).toEqual(['src/f.test.ts', 'src/f.test.ts']);
+    expect(m.killed.sort()).toEqual([m0!.id, m3!.id].sort());
+    expect(m.hung).toEqual([m2!.id]);
+    expect(m.survived).toEqual(expect.arrayContaining([m1!.id]));
+    expect(m.decoysKilled).toEqual([decoys[1]]);
+    expect(m.unattributed).toEqual(['vitest.config.ts: broken']);
+    expect(m.outcomes.get(m0!.id)).toBe('killed');
+    expect(m.outcomes.size).toBe(mutants.length);
+  });
+
+  it('a copy absent from the verdict is missing, a failing reference is failed', () => {
+    const m = killMatrix(plan, {
+      cases: [{ file: copyOf(null), name: 'f', status: 'failed', message: 'x' }],
+      errors: [],
+    });
+    expect(m.reference).toBe('failed');
+    expect(m.missing).toHaveLength(mutants.length);
+    expect(killMatrix(plan, { cases: [], errors: [] }).reference).toBe('missing');
+  });
+
+  it('a hit-limit error reported by the after-all hook (a test swallowed the error) counts as hung', () => {
+    const m = killMatrix(plan, {
+      cases: [{ file: copyOf(m0!.id), name: 'f', status: 'passed' }],
+      errors: [`${copyOf(m0!.id)}: Error: ${HIT_LIMIT_MARKER}: the hit limit of 9 was reached`],
+    });
+    expect(m.hung).toEqual([m0!.id]);
+  });
+});
+
+describe('parseCoverage', () => {
+  it('accepts the document the reference copy writes and names the bad field otherwise', () => {
+    const ok = {
+      format: 'vtnode-mutation-coverage/1',
+      hits: 3,
+      tripped: false,
+      cov: { 'src/f.ts': { f: 3 } },
+    };
+    expect(parseCoverage(JSON.stringify(ok))).toEqual(ok);
+    expect(() => parseCoverage('{')).toThrow(/not JSON/);
+    expect(() => parseCoverage(JSON.stringify({ ...ok, hits: -1 }))).toThrow(/malformed: hits/);
+    expect(() => parseCoverage(JSON.stringify({ ...ok, cov: { 'src/f.ts': { f: 'x' } } }))).toThrow(
+      /cov\.src\/f\.ts\.f/,
+    );
+    expect(() => parseCoverage(JSON.stringify({ ...ok, format: 'other' }))).toThrow(/format/);
+  });
+});
