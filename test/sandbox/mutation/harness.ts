@@ -129,7 +129,7 @@ function harnessJudge(runner: HarnessRunner, registry: Registry): HarnessJudge {
   const extra = registry === 'shared' ? ['--isolate=false'] : [];
   return {
     argv: async (box, reportPath, testFiles) => [
-      ...(await judge.argv({ box, node: process.execPath, reportPath }, testFiles)),
+      ...(await judge.argv({ box, cwd: box, node: process.execPath, reportPath }, testFiles)),
       ...extra,
     ],
     readOnly: judge.readOnlyPaths(),
