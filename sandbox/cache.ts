@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { sha256Hex } from '../protocol/canonical.ts';
 import { SentinelState } from './integrity/sentinel.ts';
 import { sandboxLog } from './log.ts';
+import { StrengthKey } from './strength.ts';
 
 const log = sandboxLog('vtnode:sandbox:cache');
 
@@ -20,14 +21,15 @@ const Reading = z.union([
 
 /** What a reference run left that later scores need (its verdict, its sentinels), without the process. */
 export const StoredReference = z.object({
-  v: z.literal(1),
+  v: z.literal(2),
   /** sha256 of the reference text the run judged. */
   contentHash: z.string(),
   verdict: z.object({ cases: z.array(Case), errors: z.array(z.string()) }).nullable(),
   sentinels: z.array(z.tuple([z.string(), Reading])),
   exitDisagreement: z.string().nullable(),
   failure: z.string().nullable(),
-  baselineCases: z.number().int().nonnegative().optional(),
+  /** `tests` tasks: the answer key of test strength (sandbox/strength.ts). */
+  strength: StrengthKey.optional(),
 });
 export type StoredReference = z.infer<typeof StoredReference>;
 

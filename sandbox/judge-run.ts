@@ -26,6 +26,8 @@ export interface JudgeRun {
   failure: string | null;
   /** Why the run could not judge anything (infrastructure: retry, never a reward), or null. */
   infra: string | null;
+  /** Files the request asked to read back from the box after the run (null: absent or unreadable). */
+  collected: Map<string, string | null>;
 }
 
 export interface JudgeRunnerOptions {
@@ -47,6 +49,12 @@ export interface JudgeRunRequest {
   testFiles?: string[];
   /** Instrument the judged files with the integrity harness (default true). */
   harness?: boolean;
+  /** Arguments appended to the judge's argv (vitest's `--isolate=false` for a shared-registry mutation run). */
+  extraArgs?: string[];
+  /** Box-relative files to read back after the run (untrusted: read like a report). */
+  collect?: string[];
+  /** The run's wall and CPU budgets are the task's times this factor (a batched run of many copies). */
+  timeScale?: number;
   signal?: AbortSignal;
 }
 
@@ -126,7 +134,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
   async function confined(request: JudgeRunRequest, box: Box, judge: Judge): Promise<JudgeRun> {
     const { task } = request;
     const testFiles = request.testFiles ?? task.judge.testFiles;
-    const limits = limitsFor(task.judge.timeoutMs, options.baseLimits);
+    const limits = limitsFor(Math.round(task.judge.timeoutMs * (request.timeScale ?? 1)), options.baseLimits);
     const { overlay, protect } = await judgedOverlay(request, box.dir, testFiles);
     await box.write(overlay);
     const reportDir = join(box.dir, '.vtnode');
@@ -135,7 +143,10 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     // A monorepo member with its own runner config runs from its folder (judge.cwd).
     const cwd = boxCwd(box, task.judge.cwd);
     const run = await confinement.run({
-      argv: await judge.argv({ box: box.dir, cwd, node: NODE, reportPath }, testFiles),
+      argv: [
+        ...(await judge.argv({ box: box.dir, cwd, node: NODE, reportPath }, testFiles)),
+        ...(request.extraArgs ?? []),
+      ],
       cwd,
       box: box.dir,
       readOnlyPaths: await readOnlyFor(box, judge),
@@ -144,8 +155,9 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       limits,
       ...(request.signal ? { signal: request.signal } : {}),
     });
+    const collected = await collect(box.dir, request.collect ?? []);
     const void_ = processFailure(run, limits);
-    const none = { run, verdict: null, sentinels: new Map(), exitDisagreement: null };
+    const none = { run, verdict: null, sentinels: new Map(), exitDisagreement: null, collected };
     if (void_) return { ...none, ...void_ };
     let full: Verdict;
     try {
@@ -157,7 +169,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     const exitDisagreement = exitCodeDisagreement(full, run.exitCode);
     const split =
       request.harness === false ? { verdict: full, sentinels: new Map() } : splitSentinels(full, testFiles);
-    return { run, ...split, exitDisagreement, failure: null, infra: null };
+    return { run, ...split, exitDisagreement, failure: null, infra: null, collected };
   }
 
   return {
@@ -186,5 +198,20 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
 }
 
 function failedToStart(infra: string): JudgeRun {
-  return { run: null, verdict: null, sentinels: new Map(), exitDisagreement: null, failure: null, infra };
+  return {
+    run: null,
+    verdict: null,
+    sentinels: new Map(),
+    exitDisagreement: null,
+    failure: null,
+    infra,
+    collected: new Map(),
+  };
+}
+
+/** Reads files back from a box the way reports are read: never through a link the run planted. */
+async function collect(box: string, paths: string[]): Promise<Map<string, string | null>> {
+  const out = new Map<string, string | null>();
+  for (const p of paths) out.set(p, await readReport(insideBox(box, p)).catch(() => null));
+  return out;
 }

@@ -21,10 +21,11 @@ export interface RewardInput {
   tamper: { name: string; added: number; examples?: string[] }[];
   /** Convention lints the candidate adds over the original. */
   lints: { name: string; added: number }[];
-  /** `tests` tasks: counted cases with the target emptied. */
-  baselineCases?: number;
-  /** `tests` tasks: counted cases with the candidate in place. */
-  candidateCases?: number;
+  /**
+   * `tests` tasks: the strength of the candidate's tests (sandbox/strength.ts): how many of the mutants the
+   * original tests kill it kills too, and how many of the functions the original tests enter it enters.
+   */
+  strength?: { killed: number; of: number; covered: number; ofCovered: number };
   /** Multiplier per added lint (default 0.9). */
   lintFactor?: number;
 }
@@ -39,6 +40,20 @@ export interface RewardResult {
 }
 
 export const DEFAULT_LINT_FACTOR = 0.9;
+/** Share of the functions the original tests enter that a tests candidate must enter too. */
+export const MIN_COVERAGE = 0.5;
+
+/** Why a tests candidate's strength earns nothing, or null. */
+function strengthZero(input: RewardInput): string | null {
+  const s = input.strength;
+  if (input.failed > 0) return `${input.failed} of the candidate's tests fail on the reference`;
+  if (!s) return 'the strength of the tests is unknown';
+  if (s.of === 0) return 'the original tests kill no mutant (the task cannot be judged)';
+  if (s.ofCovered > 0 && s.covered / s.ofCovered < MIN_COVERAGE)
+    return `the tests enter ${s.covered} of the ${s.ofCovered} functions the original tests enter`;
+  if (s.killed === 0) return `the tests kill none of the ${s.of} mutants the original tests kill`;
+  return null;
+}
 
 /** The reward of one candidate (see docs/sandbox.md): zero on any void condition, else the lint-weighted pass rate. */
 export function computeReward(input: RewardInput): RewardResult {
@@ -63,12 +78,10 @@ export function computeReward(input: RewardInput): RewardResult {
       `tamper pattern added: ${t.name} (×${t.added})${t.examples?.length ? `: ${t.examples.join(' | ')}` : ''}`,
     );
   if (counted === 0) zero.push('no test ran');
-  else if (input.passed === 0) zero.push('every test failed');
-  if (input.kind === 'tests') {
-    const base = input.baselineCases;
-    const got = input.candidateCases;
-    if (base === undefined || got === undefined) zero.push('the tests baseline is unknown');
-    else if (got <= base) zero.push(`the candidate adds no test case beyond the baseline of ${base}`);
+  else if (input.passed === 0 && input.kind === 'file') zero.push('every test failed');
+  if (input.kind === 'tests' && counted > 0) {
+    const why = strengthZero(input);
+    if (why) zero.push(why);
   }
   if (input.typecheck === 'failed') zero.push('the strict type-check failed');
   if (input.typecheck === 'not-run' && zero.length === 0) zero.push('the strict type-check did not run');
@@ -79,7 +92,13 @@ export function computeReward(input: RewardInput): RewardResult {
     penalties += l.added;
     reasons.push(`lint added: ${l.name} (×${l.added}, each ×${lintFactor})`);
   }
-  if (input.failed > 0) reasons.push(`${input.failed} of ${counted} tests failed`);
-  const reward = passRate * lintFactor ** penalties;
+  let score = passRate;
+  if (input.kind === 'tests' && input.strength) {
+    const s = input.strength;
+    score = Math.min(1, s.killed / s.of);
+    if (s.killed < s.of)
+      reasons.push(`the tests kill ${s.killed} of the ${s.of} mutants the original tests kill`);
+  } else if (input.failed > 0) reasons.push(`${input.failed} of ${counted} tests failed`);
+  const reward = score * lintFactor ** penalties;
   return { reward: Math.round(reward * 1e9) / 1e9, passRate, reasons };
 }

@@ -18,6 +18,7 @@ import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
 import { addedPatterns, LINTS } from './lints.ts';
 import { sandboxLog } from './log.ts';
 import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
+import { createStrengthJudge, type StrengthKey } from './strength.ts';
 import { addedTamper } from './tamper.ts';
 
 export interface ScorerOptions {
@@ -112,8 +113,8 @@ interface Reference {
   content: string;
   fingerprint: string;
   run: JudgeRun;
-  /** `tests` tasks: counted cases with the target emptied. */
-  baselineCases: number | undefined;
+  /** `tests` tasks: the mutants the original tests kill and the functions they enter. */
+  strength: StrengthKey | undefined;
   /** Why the reference cannot judge candidates (the task is broken): every score is 0 with these. */
   problems: string[];
 }
@@ -181,16 +182,25 @@ function verdictReasons(task: Task, ref: Reference, cand: JudgeRun): string[] {
   return out;
 }
 
+/** Could the candidate still earn a positive reward, given what is known before its costly stages? */
+function couldEarn(input: RewardInput): boolean {
+  const optimistic = { killed: 1, of: 1, covered: 1, ofCovered: 1 };
+  return (
+    computeReward({ ...input, strength: input.strength ?? optimistic, typecheck: 'not-configured' }).reward >
+    0
+  );
+}
+
 /** The serialisable part of a reference, for the cache. */
 function toStored(ref: Reference): StoredReference {
   return {
-    v: 1,
+    v: 2,
     contentHash: sha256Hex(ref.content),
     verdict: ref.run.verdict,
     sentinels: [...ref.run.sentinels],
     exitDisagreement: ref.run.exitDisagreement,
     failure: ref.run.failure,
-    ...(ref.baselineCases !== undefined ? { baselineCases: ref.baselineCases } : {}),
+    ...(ref.strength ? { strength: ref.strength } : {}),
   };
 }
 
@@ -203,12 +213,13 @@ function fromStored(task: Task, content: string, fingerprint: string, s: StoredR
     exitDisagreement: s.exitDisagreement,
     failure: s.failure,
     infra: null,
+    collected: new Map(),
   };
   return {
     content,
     fingerprint,
     run,
-    baselineCases: s.baselineCases,
+    strength: s.strength,
     problems: referenceProblems(task, content, run),
   };
 }
@@ -231,6 +242,7 @@ export function createScorer(options: ScorerOptions): Scorer {
     packageCache,
     ...(options.boxesDir ? { boxesDir: options.boxesDir } : {}),
   });
+  const strength = createStrengthJudge(judges);
   const workspaceIds = new Map<string, Promise<string>>();
   const references = new Map<string, Promise<Reference | { infra: string }>>();
 
@@ -302,14 +314,16 @@ export function createScorer(options: ScorerOptions): Scorer {
     fp: string,
     signal?: AbortSignal,
   ): Promise<Reference | { infra: string }> {
-    const [run, baseline] = await Promise.all([
+    const [run, key] = await Promise.all([
       judged(task, workspaceDir, {}, signal),
-      task.kind === 'tests' ? judged(task, workspaceDir, { [task.target]: '' }, signal) : null,
+      task.kind === 'tests' ? strength.key(task, workspaceDir, signal) : null,
     ]);
-    const infra = run.infra ?? baseline?.infra;
+    const infra = run.infra ?? (key && 'infra' in key ? key.infra : null);
     if (infra) return { infra: `the reference could not be run: ${infra}` };
-    const baselineCases = baseline ? countedIn(baseline.verdict?.cases ?? [], task.target) : undefined;
-    return { content, fingerprint: fp, run, baselineCases, problems: referenceProblems(task, content, run) };
+    const problems = referenceProblems(task, content, run);
+    if (key && 'problem' in key) problems.push(key.problem);
+    const strengthKey = key && 'key' in key ? key.key : undefined;
+    return { content, fingerprint: fp, run, strength: strengthKey, problems };
   }
 
   function reference(task: Task, workspaceDir: string, signal?: AbortSignal) {
@@ -327,6 +341,35 @@ export function createScorer(options: ScorerOptions): Scorer {
       );
     }
     return ref;
+  }
+
+  /** A tests candidate's strength against the reference's key, as reward input (or an infra error). */
+  async function strengthStage(
+    task: Task,
+    workspaceDir: string,
+    candidate: string,
+    ref: Reference,
+    signal?: AbortSignal,
+  ): Promise<Pick<RewardInput, 'strength' | 'verdictReasons'> | { infra: string }> {
+    if (!ref.strength)
+      return { strength: { killed: 0, of: 0, covered: 0, ofCovered: 0 }, verdictReasons: [] };
+    // The original test file is its own answer key: no second mutation run.
+    if (candidate === ref.content) {
+      const { killed, covered } = ref.strength;
+      const all = {
+        killed: killed.length,
+        of: killed.length,
+        covered: covered.length,
+        ofCovered: covered.length,
+      };
+      return { strength: all, verdictReasons: [] };
+    }
+    const s = await strength.measure(task, workspaceDir, candidate, ref.strength, signal);
+    if ('infra' in s) return { infra: `the mutation run could not judge: ${s.infra}` };
+    return {
+      strength: { killed: s.killed, of: s.of, covered: s.covered, ofCovered: s.ofCovered },
+      verdictReasons: s.problems.map((p) => (p.startsWith('tamper:') ? p : `mutation run: ${p}`)),
+    };
   }
 
   async function runTypecheck(task: Task, workspaceDir: string, candidate: string, signal?: AbortSignal) {
@@ -404,11 +447,17 @@ export function createScorer(options: ScorerOptions): Scorer {
           : await judged(task, workspaceDir, { [task.target]: candidate }, req.signal);
       if (cand.infra) return errorResult(task, cand.infra, warnings, ref.fingerprint, cand.run);
       const verdict = cand.verdict;
-      const counts = verdict ? countCases(verdict.cases) : { passed: 0, failed: 0, skipped: 0, todo: 0 };
-      const role = task.kind === 'tests' ? 'tests' : 'source';
-      const tamper = addedTamper(ref.content, candidate, task.target, role);
+      // A tests candidate is judged on its own cases (the other judged files are the inventory check).
+      const own = verdict ? verdict.cases.filter((c) => task.kind === 'file' || c.file === task.target) : [];
+      const counts = countCases(own);
+      const tamper = addedTamper(
+        ref.content,
+        candidate,
+        task.target,
+        task.kind === 'tests' ? 'tests' : 'source',
+      );
       const lints = addedPatterns(LINTS, ref.content, candidate);
-      const base: RewardInput = {
+      let input: RewardInput = {
         kind: task.kind,
         truncated: req.truncated ?? false,
         runFailures: cand.failure ? [cand.failure] : [],
@@ -419,16 +468,22 @@ export function createScorer(options: ScorerOptions): Scorer {
         lints,
         lintFactor,
         typecheck: 'not-configured',
-        ...(ref.baselineCases !== undefined ? { baselineCases: ref.baselineCases } : {}),
-        ...(task.kind === 'tests' && verdict
-          ? { candidateCases: countedIn(verdict.cases, task.target) }
-          : {}),
       };
-      // The strict type-check runs only for a candidate that could still earn a positive reward.
+      // The costly stages run only for a candidate that could still earn a positive reward.
+      if (task.kind === 'tests' && couldEarn(input)) {
+        const measured = await strengthStage(task, workspaceDir, candidate, ref, req.signal);
+        if ('infra' in measured)
+          return errorResult(task, measured.infra, warnings, ref.fingerprint, cand.run);
+        input = {
+          ...input,
+          ...(measured.strength ? { strength: measured.strength } : {}),
+          verdictReasons: [...input.verdictReasons, ...(measured.verdictReasons ?? [])],
+        };
+      }
+      const diagnostics: string[] = [];
       let typecheck: ScoreResult['typecheck'] = task.judge.typecheck ? 'not-run' : 'not-configured';
       let typecheckRun: RunResult | null = null;
-      const diagnostics: string[] = [];
-      if (typecheck === 'not-run' && computeReward(base).reward > 0) {
+      if (typecheck === 'not-run' && computeReward({ ...input, typecheck: 'not-configured' }).reward > 0) {
         typecheckRun = await runTypecheck(task, workspaceDir, candidate, req.signal);
         if (typecheckRun.timedOut && !typecheckRun.cpuExceeded)
           return errorResult(
@@ -445,7 +500,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       if (cand.failure || (verdict && counts.failed + verdict.errors.length > 0))
         diagnostics.push(tail(cand.run?.stderr ?? ''));
       if (verdict) for (const e of verdict.errors) diagnostics.push(e);
-      const result = computeReward({ ...base, typecheck });
+      const result = computeReward({ ...input, typecheck });
       return {
         taskId: task.id,
         status: 'scored',

@@ -25,7 +25,7 @@ import { detectRunner, inTestDir, looksLikeTest } from './runners.ts';
 import { type Group, holdOutByShare, splitGroups, splitWarnings } from './split.ts';
 
 /** Version of the miner recorded on every task: bump when prompts or judge specs change. */
-export const MINER_VERSION = `${VTNODE_VERSION}+mine.1`;
+export const MINER_VERSION = `${VTNODE_VERSION}+mine.2`;
 
 /** Files larger than this are generated or vendored: never mined. */
 const MAX_FILE_BYTES = 1024 * 1024;
@@ -415,6 +415,25 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     }
   }
 
+  /**
+   * The sources a test file is about, whose mutants judge a `tests` candidate: the source it is named for
+   * and the sources beside it, else those of its own module; never shared helpers it only uses to build
+   * inputs (mutating those measures the helper, not the test). At most three.
+   */
+  const underTest = (test: string, direct: readonly string[], paired: string | null): string[] => {
+    const own = direct.filter((s) => !shared.has(s));
+    const beside = own.filter((s) => posix.dirname(s) === posix.dirname(test));
+    const sameModule = own.filter((s) => moduleOfFile.get(s) === moduleOfFile.get(test));
+    const picked = paired
+      ? [paired, ...beside]
+      : beside.length > 0
+        ? beside
+        : sameModule.length > 0
+          ? sameModule
+          : own;
+    return [...new Set(picked.length > 0 ? picked : direct)].slice(0, 3);
+  };
+
   if (kinds.has('tests')) {
     for (const target of tests) {
       options.signal?.throwIfAborted();
@@ -424,6 +443,9 @@ export async function mine(options: MineOptions): Promise<MineResult> {
       let reason: string | null = null;
       if (subjects.length === 0) reason = 'imports no source file of the workspace';
       else if (!TEST_CASE.test(file.text)) reason = 'declares no test case';
+      else if (runner.name === 'mocha')
+        reason =
+          "tests tasks are judged by the mutants their tests kill, and mocha's one module cache for every file does not allow the batched mutation run yet";
       if (reason) {
         skipped.push({ path: target, reason });
         continue;
@@ -479,6 +501,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
       });
       const spec = judge(target, [target], []);
       spec.typecheck = typecheck(target, subjects);
+      spec.mutate = underTest(target, shown, paired);
       makeTask('tests', target, module, messages, spec, []);
     }
   }

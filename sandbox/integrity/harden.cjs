@@ -177,7 +177,14 @@ function hardenIntrinsics() {
     if (value === undefined) continue;
     n += hardenTree(value, name, seen, WRITABLE);
     const g = getOwnPropertyDescriptor(globalThis, name);
-    if (g?.configurable) defineProperty(globalThis, name, { writable: false, configurable: false });
+    // A full descriptor: a vm context's global (jest's environments) redefines what a partial one omits.
+    if (g?.configurable && 'value' in g)
+      defineProperty(globalThis, name, {
+        value: g.value,
+        writable: false,
+        enumerable: g.enumerable,
+        configurable: false,
+      });
   }
   for (const [label, value] of Object.entries(hiddenIntrinsics())) n += hardenTree(value, label, seen, {});
   defineProperty(globalThis, STATE, { value: true, enumerable: false, writable: false, configurable: false });

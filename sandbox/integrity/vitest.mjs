@@ -41,7 +41,8 @@ function testers() {
 function lockGlobals() {
   for (const sym of [JEST_MATCHERS, ASYMMETRIC, GLOBAL_EXPECT]) {
     const d = pristine.getOwnPropertyDescriptor(globalThis, sym);
-    if (d?.configurable) pristine.defineProperty(globalThis, sym, { configurable: false });
+    // A full descriptor: a vm context's global (vitest's vm pools) redefines what a partial one omits.
+    if (d?.configurable) pristine.defineProperty(globalThis, sym, { ...d, configurable: false });
   }
 }
 

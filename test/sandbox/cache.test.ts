@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 const stored: StoredReference = {
-  v: 1,
+  v: 2,
   contentHash: 'abc',
   verdict: { cases: [{ file: 't.test.js', name: 'a', status: 'passed' }], errors: [] },
   sentinels: [['t.test.js', { ok: false, problem: 'x' }]],
@@ -51,7 +51,7 @@ describe('reference cache', () => {
     await writeFile(file, (await readFile(file, 'utf8')).slice(0, 20));
     expect(await c.references.get(key)).toBeNull();
     expect(await readdir(join(dir, 'b', 'references'))).toEqual([]);
-    await writeFile(file, JSON.stringify({ ...stored, v: 2 }));
+    await writeFile(file, JSON.stringify({ ...stored, v: 3 }));
     expect(await c.references.get(key)).toBeNull();
   });
 });

@@ -135,14 +135,15 @@ it(${JSON.stringify(FORGED)} + ' ' + __found.size + ' path(s)', () => {});
 `;
 }
 
-/** A hostile tail that replaces the report folder with a file: no runner can write its report. */
+/** A hostile tail that closes the report folder (removes what is there, no write access): no runner can write its report. */
 export function removeReportDirTail(): string {
   return `
 ;(() => {
 ${FS}
 const __dir = __p.cwd() + '/.vtnode';
-__fs.rmSync(__dir, { recursive: true, force: true });
-__fs.writeFileSync(__dir, 'not a folder');
+// The harness's own files there are bound read-only (they cannot be removed): the folder is closed instead.
+for (const f of __fs.readdirSync(__dir)) if (f.startsWith('report-')) __fs.rmSync(__dir + '/' + f, { force: true });
+__fs.chmodSync(__dir, 0o555);
 })();
 `;
 }

@@ -77,18 +77,44 @@ describe('computeReward', () => {
     expect(computeReward({ ...clean, passed: 2, failed: 0 }).passRate).toBe(1);
   });
 
-  describe('tests tasks', () => {
-    const tests: RewardInput = { ...clean, kind: 'tests', baselineCases: 3, candidateCases: 5 };
-    it('needs cases beyond the baseline', () => {
-      expect(computeReward(tests).reward).toBe(1);
-      expect(computeReward({ ...tests, candidateCases: 3 }).reasons).toEqual([
-        'the candidate adds no test case beyond the baseline of 3',
+  describe('tests tasks: strength, not count', () => {
+    const strength = { killed: 6, of: 8, covered: 4, ofCovered: 5 };
+    const tests: RewardInput = { ...clean, kind: 'tests', strength };
+    it('is the share of the original tests kills the candidate kills too, times the lints', () => {
+      expect(computeReward(tests).reward).toBe(0.75);
+      expect(computeReward(tests).reasons).toEqual([
+        'the tests kill 6 of the 8 mutants the original tests kill',
       ]);
-      expect(computeReward({ ...tests, candidateCases: 2 }).reward).toBe(0);
+      expect(computeReward({ ...tests, strength: { ...strength, killed: 8 } }).reward).toBe(1);
+      expect(computeReward({ ...tests, lints: [{ name: 'any', added: 1 }] }).reward).toBeCloseTo(0.675, 9);
     });
-    it('is 0 when the baseline is unknown', () => {
-      const { baselineCases: _b, ...noBaseline } = tests;
-      expect(computeReward(noBaseline).reasons).toEqual(['the tests baseline is unknown']);
+    it.each([
+      [
+        'trivial tests kill nothing',
+        { strength: { ...strength, killed: 0 } },
+        'the tests kill none of the 8 mutants the original tests kill',
+      ],
+      [
+        'tests that barely run the code',
+        { strength: { ...strength, covered: 2 } },
+        'the tests enter 2 of the 5 functions the original tests enter',
+      ],
+      [
+        'a test that fails on the reference',
+        { passed: 3, failed: 1 },
+        "1 of the candidate's tests fail on the reference",
+      ],
+      ['an unknown strength', { strength: undefined }, 'the strength of the tests is unknown'],
+      [
+        'a task the original cannot judge',
+        { strength: { ...strength, of: 0 } },
+        'the original tests kill no mutant (the task cannot be judged)',
+      ],
+      ['no test', { passed: 0, failed: 0 }, 'no test ran'],
+    ])('is 0 for %s', (_name, patch, reason) => {
+      const r = computeReward({ ...tests, ...patch } as RewardInput);
+      expect(r.reward).toBe(0);
+      expect(r.reasons).toContain(reason);
     });
   });
 
