@@ -149,10 +149,6 @@ export function resolveTypecheckArgv(argv: string[], box: string): string[] {
   return rest;
 }
 
-/** Counted (passed or failed) cases of a file. */
-const countedIn = (cases: TestCase[], file: string) =>
-  cases.filter((c) => c.file === file && (c.status === 'passed' || c.status === 'failed')).length;
-
 /** Why a reference run cannot serve as the answer key, besides an infrastructure failure. */
 function referenceProblems(task: Task, content: string, run: JudgeRun): string[] {
   const out: string[] = [];
