@@ -38,6 +38,18 @@ export const JudgeSpec = z.object({
   cwd: RelPath.optional(),
   /** `tests` tasks: the sources under test, whose mutants measure the strength of a candidate's tests. */
   mutate: z.array(RelPath).optional(),
+  /** Environment the repository's test script sets for its runner (allow-listed: TZ, LANG, BABEL_ENV, …); TZ is UTC otherwise. */
+  env: z
+    .record(
+      z
+        .string()
+        .regex(
+          /^(?:TZ|LANG|LC_ALL|BABEL_ENV|NODE_ENV|TS_NODE_PROJECT|TS_NODE_TRANSPILE_ONLY)$/,
+          'not an allowed judge variable',
+        ),
+      z.string().max(200),
+    )
+    .optional(),
 });
 export type JudgeSpec = z.infer<typeof JudgeSpec>;
 

@@ -61,8 +61,8 @@ export interface JudgeRunRequest {
 /** Runs a task's judge in fresh boxes: the harness, the confinement and the verdict's classification. */
 export interface JudgeRunner {
   run(request: JudgeRunRequest): Promise<JudgeRun>;
-  /** The environment of every confined run in a box (also used by the type-check). */
-  envFor(box: string): Record<string, string>;
+  /** The environment of every confined run in a box (also used by the type-check), with the judge's variables. */
+  envFor(box: string, judgeEnv?: Record<string, string>): Record<string, string>;
   /** The read-only paths a run in this box needs. */
   readOnlyFor(box: Box, judge: Judge | null): Promise<string[]>;
 }
@@ -110,15 +110,18 @@ function processFailure(run: RunResult, limits: Limits): Pick<JudgeRun, 'failure
 export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
   const { confinement } = options;
 
-  function envFor(box: string): Record<string, string> {
+  function envFor(box: string, judgeEnv: Record<string, string> = {}): Record<string, string> {
     return {
       PATH: `${join(box, 'node_modules', '.bin')}:${dirname(NODE)}:/usr/bin:/bin`,
       HOME: join(box, '.home'),
       TMPDIR: join(box, '.tmp'),
       LANG: 'C.UTF-8',
+      // Every node judges in the same zone (the host's would make verdicts differ between nodes).
+      TZ: 'UTC',
       CI: '1',
       NO_COLOR: '1',
       NODE_ENV: 'test',
+      ...judgeEnv,
     };
   }
 
@@ -151,7 +154,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       box: box.dir,
       readOnlyPaths: await readOnlyFor(box, judge),
       protectedPaths: protect.map((p) => join(box.dir, p)),
-      env: envFor(box.dir),
+      env: envFor(box.dir, task.judge.env),
       limits,
       ...(request.signal ? { signal: request.signal } : {}),
     });

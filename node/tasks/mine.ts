@@ -21,6 +21,7 @@ import { isParseFailure, type ParsedFile, parseFile } from './parse.ts';
 import { declaredDependencies, readProject, tsconfigFor } from './project.ts';
 import { type ContextFile, filePrompt, moduleSystemOf, packContext, testsPrompt } from './prompt.ts';
 import { createResolver } from './resolve.ts';
+import { scriptEnv } from './runner-common.ts';
 import { detectRunner, inTestDir, looksLikeTest } from './runners.ts';
 import { type Group, holdOutByShare, splitGroups, splitWarnings } from './split.ts';
 
@@ -269,6 +270,8 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     return [target, ...files].every((f) => cfg.covers.has(f)) ? ['tsc', '--noEmit', '-p', cfg.path] : null;
   };
   const timeout = (n: number) => options.testTimeoutMs ?? Math.min(300_000, 30_000 + 10_000 * n);
+  // Variables the test script sets (TZ, BABEL_ENV, …) change verdicts: the judge sets them too.
+  const testEnv = scriptEnv(project.rootPackage?.scripts?.['test'] ?? '');
   const judge = (target: string, testFiles: string[], types: string[]): JudgeSpec => {
     const spec: JudgeSpec = {
       runner: runner.name,
@@ -279,6 +282,7 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     };
     const cwd = judgeCwdFor(project, runner.name, testFiles);
     if (cwd !== undefined) spec.cwd = cwd;
+    if (Object.keys(testEnv).length > 0) spec.env = testEnv;
     if (types.length > 0) spec.typeTests = types;
     return spec;
   };

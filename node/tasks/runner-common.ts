@@ -49,6 +49,26 @@ export function scriptsInvoking(project: ProjectInfo, bin: string): [string, str
   return Object.entries(project.rootPackage?.scripts ?? {}).filter(([, cmd]) => re.test(cmd));
 }
 
+/** Environment variables a judge may take from the repository's test script (they change verdicts, not access). */
+export const JUDGE_ENV_KEYS =
+  /^(?:TZ|LANG|LC_ALL|BABEL_ENV|NODE_ENV|TS_NODE_PROJECT|TS_NODE_TRANSPILE_ONLY)$/;
+
+/**
+ * The variables a test script sets before its runner (`TZ=America/New_York jest`, `cross-env BABEL_ENV=cjs
+ * mocha`, `env TZ=UTC node --test`): only the allow-listed ones, the first command of the script only.
+ */
+export function scriptEnv(command: string): Record<string, string> {
+  const tokens = command.match(/[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|"[^"]*"|\S*)|\S+/g) ?? [];
+  const env: Record<string, string> = {};
+  for (const t of tokens) {
+    if (t === 'cross-env' || t === 'env' || t === 'npx') continue;
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(t);
+    if (!m) break;
+    if (JUDGE_ENV_KEYS.test(m[1]!)) env[m[1]!] = m[2]!.replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return env;
+}
+
 /**
  * The arguments after `bin` in a shell command, split on blanks with simple quotes removed, up to the
  * next `&&`, `||`, `;` or `|`. Good enough for `mocha -r ts-node/register 'test/**\/*.ts'`.

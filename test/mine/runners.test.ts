@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { MineError, mine } from '../../node/tasks/mine.ts';
-import { argsAfter } from '../../node/tasks/runner-common.ts';
+import { argsAfter, scriptEnv } from '../../node/tasks/runner-common.ts';
 import { JEST_DEFAULTS, jestMatches, jestSelectionConfig } from '../../node/tasks/runner-jest.ts';
 import { type MochaSelectionConfig, mergeLikeMocha, mochaMatches } from '../../node/tasks/runner-mocha.ts';
 import { readStaticConfig, simpleYaml } from '../../node/tasks/static-config.ts';
@@ -249,5 +249,19 @@ describe('mining jest and mocha repositories', () => {
     await expect(mine({ root })).rejects.toThrow(
       /script "test" passes -c to jest; vtnode runs jest with the configuration/,
     );
+  });
+});
+
+describe('the test script environment a judge takes over', () => {
+  it.each([
+    ['TZ=America/New_York jest', { TZ: 'America/New_York' }],
+    ['cross-env BABEL_ENV=cjs TZ=UTC mocha --require @babel/register', { BABEL_ENV: 'cjs', TZ: 'UTC' }],
+    ["env TZ='Europe/Paris' node --test", { TZ: 'Europe/Paris' }],
+    ['jest TZ=UTC', {}],
+    ['SECRET_TOKEN=abc HOME=/x NODE_OPTIONS=--inspect TZ=UTC vitest run', { TZ: 'UTC' }],
+    ['npm run build && TZ=UTC jest', {}],
+    ['', {}],
+  ])('%s', (script, env) => {
+    expect(scriptEnv(script)).toEqual(env);
   });
 });
