@@ -4,6 +4,7 @@ import { chmod, lstat, mkdir, readdir, realpath, rm, symlink, unlink, writeFile 
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
+import { type BoxStorageOptions, prepareBoxStorage, releaseBoxStorage } from './box-storage.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -29,6 +30,8 @@ export interface CreateBoxOptions {
   boxesDir?: string;
   /** Files written over the clone: workspace-relative path → content. */
   overlay?: Record<string, string>;
+  /** Where the box's files live (a tmpfs of its own when root on Linux; see box-storage.ts). */
+  storage?: BoxStorageOptions;
 }
 
 /** The copy-on-write clone command for this platform: reflinks on Linux (btrfs/xfs), clonefile on APFS. */
@@ -60,7 +63,11 @@ export async function createBox(options: CreateBoxOptions): Promise<Box> {
   // The creator's pid is in the name, so boxes left by a killed scorer can be swept (sweepStaleBoxes).
   const dir = join(boxesDir, `box-${process.pid}-${randomBytes(8).toString('hex')}`);
   await mkdir(dir, { mode: 0o700 });
-  const dispose = () => rm(dir, { recursive: true, force: true, maxRetries: 3 });
+  await prepareBoxStorage(dir, options.storage);
+  const dispose = async () => {
+    await releaseBoxStorage(dir);
+    await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+  };
   try {
     const entries = await readdir(workspace);
     const copied = entries.filter((e) => !LINKED.has(e) && !SKIPPED.has(e)).map((e) => join(workspace, e));
@@ -117,6 +124,7 @@ export async function sweepStaleBoxes(boxesDir = join(tmpdir(), 'vtnode-boxes'))
       alive = (err as NodeJS.ErrnoException).code === 'EPERM';
     }
     if (alive) continue;
+    await releaseBoxStorage(join(boxesDir, name));
     await rm(join(boxesDir, name), { recursive: true, force: true });
     removed.push(join(boxesDir, name));
   }

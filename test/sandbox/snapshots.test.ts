@@ -11,7 +11,7 @@ describe('bwrap argv', () => {
   const plan = {
     bwrap: '/usr/bin/bwrap',
     prlimit: '/usr/bin/prlimit',
-    features: { disableUserns: true, tmpfsSize: true },
+    features: { disableUserns: true },
     system: [
       { path: '/usr', kind: 'bind' as const },
       { path: '/bin', kind: 'symlink' as const, target: 'usr/bin' },
@@ -21,7 +21,10 @@ describe('bwrap argv', () => {
     cwd: '/tmp/vtnode-boxes/box-1',
     env: { PATH: '/usr/bin:/bin', HOME: '/tmp/vtnode-boxes/box-1/.home' },
     limits,
-    tmpBytes: 16 * 1024 * 1024,
+    scratch: {
+      tmp: '/tmp/vtnode-boxes/box-1/.vtnode-sandbox/tmp',
+      shm: '/tmp/vtnode-boxes/box-1/.vtnode-sandbox/shm',
+    },
     argv: ['/opt/node/bin/node', '--test', 'x.test.js'],
   };
 
@@ -29,7 +32,7 @@ describe('bwrap argv', () => {
     expect(bwrapArgv(plan)).toMatchSnapshot();
   });
 
-  it('unshares everything, never nests user namespaces, binds only the box read-write', () => {
+  it('unshares everything, never nests user namespaces, binds only folders of the box read-write', () => {
     const a = bwrapArgv(plan);
     for (const flag of [
       '--unshare-all',
@@ -40,9 +43,19 @@ describe('bwrap argv', () => {
       '--clearenv',
     ])
       expect(a).toContain(flag);
-    const rw = a.flatMap((x, i) => (x === '--bind' ? [a[i + 1]] : []));
-    expect(rw).toEqual([plan.box]);
+    const rw = a.flatMap((x, i) => (x === '--bind' ? [[a[i + 1], a[i + 2]]] : []));
+    expect(rw).toEqual([
+      [plan.scratch.shm, '/dev/shm'],
+      [plan.scratch.tmp, '/tmp'],
+      [plan.box, plan.box],
+    ]);
+    for (const [src] of rw) expect(src!.startsWith(`${plan.box}/`) || src === plan.box).toBe(true);
+    // No tmpfs of bwrap's stays writable: /dev and the root are remounted read-only after every mount.
+    expect(a).not.toContain('--tmpfs');
+    const remounts = a.flatMap((x, i) => (x === '--remount-ro' ? [a[i + 1]] : []));
+    expect(remounts).toEqual(['/dev', '/']);
     expect(a.indexOf('--remount-ro')).toBeGreaterThan(a.lastIndexOf('--ro-bind'));
+    expect(a.indexOf('--remount-ro')).toBeGreaterThan(a.lastIndexOf('--bind'));
     expect(a.slice(a.indexOf('--') + 1, a.indexOf('--') + 2)).toEqual(['/usr/bin/prlimit']);
     expect(a.slice(-3)).toEqual(plan.argv);
   });
