@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sandboxLog } from './log.ts';
 import { type MountEntry, readMounts } from './procfs.ts';
@@ -131,7 +131,7 @@ export function parseProcCgroup(text: string): Map<string, string> {
 function folderOf(mount: MountEntry, path: string): string | null {
   const root = mount.root === '/' ? '' : mount.root;
   if (root !== '' && path !== root && !path.startsWith(`${root}/`)) return null;
-  return join(mount.mountPoint, path.slice(root.length));
+  return resolve(mount.mountPoint, `.${path.slice(root.length)}`);
 }
 
 /**

@@ -3,7 +3,7 @@ import { cloneArgv } from '../../sandbox/box.ts';
 import { bwrapArgv, bwrapFeatures, dedupePaths } from '../../sandbox/bwrap.ts';
 import { type EvaluationParts, evaluationFingerprint } from '../../sandbox/fingerprint.ts';
 import { DEFAULT_LIMITS } from '../../sandbox/limits.ts';
-import { seatbeltArgv, seatbeltProfile } from '../../sandbox/seatbelt.ts';
+import { parsePsTime, seatbeltArgv, seatbeltProfile } from '../../sandbox/seatbelt.ts';
 
 const limits = { ...DEFAULT_LIMITS, wallMs: 30_000 };
 
@@ -97,6 +97,16 @@ describe('Seatbelt profile', () => {
     expect(argv).toContain('BOX=/private/var/folders/x/box-1');
     expect(argv).toContain('READ_1=/Users/me/.nvm/versions/node/v22');
     expect(argv.at(-1)).toBe('a "quoted" $(path).js');
+  });
+});
+
+describe('ps CPU time (macOS sampling)', () => {
+  it('reads every ps time format into clock ticks, and nothing else', () => {
+    expect(parsePsTime('0:00.02')).toBe(2);
+    expect(parsePsTime('12:34.50')).toBe((12 * 60 + 34.5) * 100);
+    expect(parsePsTime('1:02:03')).toBe(3723 * 100);
+    expect(parsePsTime('2-01:00:00')).toBe((2 * 86400 + 3600) * 100);
+    expect(parsePsTime('-')).toBe(0);
   });
 });
 
