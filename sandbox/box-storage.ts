@@ -164,14 +164,15 @@ function verdict(added: StorageUsage, quota: BoxQuota): ExceededLimit | null {
 
 /**
  * A box tmpfs sealed at the run's quota: remounted with room for what it holds now plus the quota,
- * plus a grace of one largest file (RLIMIT_FSIZE) in bytes and one inode. The grace makes every refusal
- * visible: a write or fallocate is refused only when the space left is smaller than its request (at
- * most one file), so a refused run is always past its quota and is reported and killed, never left
- * running on ENOSPC errors it may ignore.
+ * plus a grace of one inode and, in bytes, of one largest file (RLIMIT_FSIZE) but at most the quota
+ * again. The grace makes refusals visible: a write or fallocate is refused only when the space left
+ * is smaller than its request, so a refused request up to the grace means the run is past its quota
+ * and is reported and killed, not left running on ENOSPC errors it may ignore. (A single request larger
+ * than the grace can be refused below the quota: contained, but not reported.)
  */
 async function sealedTmpfs(dir: string, quota: BoxQuota): Promise<StorageWatch> {
   const base = await fsUsage(dir);
-  const size = base.bytes + quota.diskBytes + quota.fileSizeBytes;
+  const size = base.bytes + quota.diskBytes + Math.min(quota.fileSizeBytes, quota.diskBytes);
   const inodes = base.inodes + quota.inodes + 1;
   await execFileAsync('mount', ['-o', `remount,size=${size},nr_inodes=${inodes}`, dir], { env: TOOLS_ENV });
   const added = async () => {
