@@ -141,11 +141,11 @@ const bombs: [string, string[], Partial<Limits>][] = [
     {},
   ],
   [
-    'memory: 8 × 96 MiB node',
+    'memory: 16 × 128 MiB node',
     sh(
-      `for i in $(seq 8); do ${process.execPath} -e 'const b=Buffer.alloc(96<<20,1);setInterval(()=>b[0]++,1e3)' & done; wait`,
+      `for i in $(seq 16); do ${process.execPath} -e 'const b=Buffer.alloc(128<<20,1);setInterval(()=>b[0]++,1e3)' & done; wait`,
     ),
-    {},
+    { processes: 1024 },
   ],
   ['processes: fork bomb', sh('f() { f | f & }; f; sleep 60'), {}],
   ['cpu: 3 burners', sh('for i in 1 2 3; do (while :; do :; done) & done; wait'), {}],
