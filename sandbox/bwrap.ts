@@ -220,7 +220,9 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
       })
     : null;
   const cgroups = await probeCgroups(options.cgroups);
-  if (cgroups.kind === 'none') log(`no per-run cgroups (${cgroups.detail}): rlimits and sampling only`);
+  // As root per-run cgroups are expected; running without them is a weaker sandbox an operator must see.
+  if (cgroups.kind === 'none')
+    (isRoot ? log.warn : log)(`no per-run cgroups (${cgroups.detail}): rlimits and sampling only`);
 
   const confinement: Confinement = {
     name: 'bwrap',

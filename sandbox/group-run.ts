@@ -2,7 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ExceededLimit, ResourceUsage, RunResult } from './confinement.ts';
 import type { Limits } from './limits.ts';
+import { sandboxLog } from './log.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
+
+const log = sandboxLog('vtnode:sandbox:group-run');
 
 /** Watches one resource of a run: runGroup polls it at every sample and once more after the run. */
 export interface RunMonitor {
@@ -306,6 +309,11 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   await closeStreams(child);
   const s = stopped as Stop | null;
   const cpuExceeded = s?.cause === 'cpu' || sampler.usage.cpuMs > opts.cpuMs;
+  log(
+    `ended: exit ${exit.code} signal ${exit.signal} stopped ${JSON.stringify(s)} late ${lateLimit} ` +
+      `cpu ${(opts.monitors ?? []).some((m) => m.cpuMs) ? 'exact' : 'sampled'} ` +
+      `usage ${JSON.stringify(sampler.usage)} cpu budget ${opts.cpuMs} ms, backstop ${opts.wallMs} ms`,
+  );
   return {
     exitCode: exit.code,
     signal: exit.signal,

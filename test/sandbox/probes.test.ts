@@ -268,9 +268,9 @@ leaked = true;`),
     const r = await score(probe('while (!leaked) {}'));
     // The task's 8 s become an 8 s CPU budget (one core) and a 24 s wall backstop. The loop spends the
     // budget (the candidate's fault) unless the host is so loaded that it gets under a third of a core;
-    // then the backstop ends it as a timeout (an infrastructure outcome). Either way the flag must agree
-    // with the CPU the run used (test/sandbox/resources.test.ts pins both cases with small caps).
-    expect(r.run?.timedOut).toBe(!(r.run!.usage.cpuMs > 8000));
+    // then the backstop ends it as a timeout (an infrastructure outcome). A run that spent its budget is
+    // never called a timeout (test/sandbox/resources.test.ts pins both cases with small caps).
+    if (r.run?.timedOut) expect(r.run.usage.cpuMs, JSON.stringify(r.run)).toBeLessThanOrEqual(8000);
     expect(r.reward).toBe(0);
     expect(r.run?.survivors).toBe(0);
     expect(Date.now() - started).toBeLessThan(30_000);
