@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { type BoxPlan, boxLayout, scanWorkspace, type WorkspaceScan } from './box-layout.ts';
+import { type BoxStorageOptions, prepareBoxStorage, releaseBoxStorage } from './box-storage.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -33,6 +34,8 @@ export interface CreateBoxOptions {
   overlay?: Record<string, string>;
   /** The workspace as scanned by scanWorkspace() (scanned now when absent; pass one to reuse it). */
   scan?: WorkspaceScan;
+  /** Where the box's files live (a tmpfs of its own when root on Linux; see box-storage.ts). */
+  storage?: BoxStorageOptions;
 }
 
 /** The copy-on-write clone command for this platform: reflinks on Linux (btrfs/xfs), clonefile on APFS. */
@@ -65,7 +68,11 @@ export async function createBox(options: CreateBoxOptions): Promise<Box> {
   // The creator's pid is in the name, so boxes left by a killed scorer can be swept (sweepStaleBoxes).
   const root = join(boxesDir, `box-${process.pid}-${randomBytes(8).toString('hex')}`);
   await mkdir(root, { mode: 0o700 });
-  const dispose = () => rm(root, { recursive: true, force: true, maxRetries: 3 });
+  await prepareBoxStorage(root, options.storage);
+  const dispose = async () => {
+    await releaseBoxStorage(root);
+    await rm(root, { recursive: true, force: true, maxRetries: 3 });
+  };
   try {
     const plan = boxLayout(scan, root);
     await materialize(plan, root);
@@ -135,6 +142,7 @@ export async function sweepStaleBoxes(boxesDir = join(tmpdir(), 'vtnode-boxes'))
       alive = (err as NodeJS.ErrnoException).code === 'EPERM';
     }
     if (alive) continue;
+    await releaseBoxStorage(join(boxesDir, name));
     await rm(join(boxesDir, name), { recursive: true, force: true });
     removed.push(join(boxesDir, name));
   }

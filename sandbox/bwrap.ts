@@ -1,6 +1,9 @@
 import { type ChildProcess, execFile } from 'node:child_process';
-import { lstat, readlink } from 'node:fs/promises';
+import { lstat, mkdir, readlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { watchBoxStorage } from './box-storage.ts';
+import { type CgroupOptions, type Cgroups, probeCgroups } from './cgroup.ts';
 import {
   BackendUnavailableError,
   type Confinement,
@@ -8,8 +11,8 @@ import {
   type RunSpec,
   type SelfTestResult,
 } from './confinement.ts';
-import { runGroup } from './group-run.ts';
-import type { Limits } from './limits.ts';
+import { type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
+import { type Limits, rlimitCpuSeconds } from './limits.ts';
 import { sandboxLog } from './log.ts';
 import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
@@ -45,8 +48,6 @@ export type SystemPath = { path: string; kind: 'bind' } | { path: string; kind: 
 export interface BwrapFeatures {
   /** `--disable-userns` (0.8.0+): no nested user namespaces. */
   disableUserns: boolean;
-  /** `--size` for tmpfs (0.8.0+). */
-  tmpfsSize: boolean;
 }
 
 /** Everything the argv depends on; `bwrapArgv` is pure so its output can be snapshot-tested. */
@@ -65,9 +66,15 @@ export interface BwrapPlan {
   cwd: string;
   env: Record<string, string>;
   limits: Limits;
-  /** Size of the private /tmp tmpfs, bytes. */
-  tmpBytes: number;
+  /** Folders of the box bound at /tmp and /dev/shm (see scratchFolders). */
+  scratch: ScratchFolders;
   argv: string[];
+}
+
+/** Folders of a box that the sandbox sees at /tmp and /dev/shm. */
+export interface ScratchFolders {
+  tmp: string;
+  shm: string;
 }
 
 /** Parses `bubblewrap 0.8.0` into features. */
@@ -76,8 +83,7 @@ export function bwrapFeatures(versionText: string): BwrapFeatures & { version: s
   if (!m)
     throw new BackendUnavailableError(`cannot read the bubblewrap version from "${versionText.trim()}"`);
   const [maj, min] = [Number(m[1]), Number(m[2])];
-  const atLeast08 = maj > 0 || min >= 8;
-  return { version: m[0], disableUserns: atLeast08, tmpfsSize: atLeast08 };
+  return { version: m[0], disableUserns: maj > 0 || min >= 8 };
 }
 
 /** Removes paths already covered by another path in the list, keeps order otherwise. */
@@ -99,22 +105,23 @@ export function bwrapArgv(plan: BwrapPlan): string[] {
     if (s.kind === 'symlink') a.push('--symlink', s.target, s.path);
     else a.push('--ro-bind', s.path, s.path);
   }
-  a.push('--proc', '/proc', '--dev', '/dev');
-  if (plan.features.tmpfsSize) a.push('--size', String(plan.tmpBytes));
-  a.push('--tmpfs', '/tmp');
+  // /tmp and /dev/shm are folders of the box, so every writable place shares the box's quota of bytes
+  // AND inodes (a bwrap tmpfs can cap bytes only: empty files would still cost kernel memory).
+  a.push('--proc', '/proc', '--dev', '/dev', '--bind', plan.scratch.shm, '/dev/shm');
+  a.push('--bind', plan.scratch.tmp, '/tmp');
   for (const p of plan.readOnly) a.push('--ro-bind', p, p);
   a.push('--bind', plan.box, plan.box);
   // Read-only over themselves: the run cannot write them, rename over them or remove them (EBUSY).
   for (const p of plan.protect) a.push('--ro-bind', p, p);
-  // The sandbox's root is a tmpfs bwrap made: make it read-only so nothing can fill memory through it.
-  a.push('--remount-ro', '/', '--chdir', plan.cwd, '--clearenv');
+  // The sandbox's root and /dev are tmpfs bwrap made, sized at half the host's RAM: both read-only.
+  a.push('--remount-ro', '/dev', '--remount-ro', '/', '--chdir', plan.cwd, '--clearenv');
   for (const [k, v] of Object.entries(plan.env).sort(([x], [y]) => (x < y ? -1 : 1)))
     a.push('--setenv', k, v);
   a.push('--info-fd', '3', '--');
   const l = plan.limits;
   a.push(
     plan.prlimit,
-    `--cpu=${l.cpuSeconds}`,
+    `--cpu=${rlimitCpuSeconds(l)}`,
     `--data=${l.memoryBytes}`,
     `--nproc=${l.processes}`,
     `--fsize=${l.fileSizeBytes}`,
@@ -156,8 +163,38 @@ export interface BwrapOptions {
   uidBase?: number;
   /** Size of the host-wide uid range (the most concurrent runs on the host, all scorers together). */
   maxConcurrent?: number;
-  /** Size of the private /tmp, bytes. */
-  tmpBytes?: number;
+  /** How runs are accounted per run (cgroup v2, v1 or none; default: probed). */
+  cgroups?: CgroupOptions;
+}
+
+/**
+ * Creates (or reuses, when a box runs twice) the box's folders for /tmp and /dev/shm. A name planted
+ * as a symlink in the workspace is refused: bwrap must bind a folder of the box, nothing else.
+ */
+export async function scratchFolders(box: string): Promise<ScratchFolders> {
+  const root = join(box, '.vtnode-sandbox');
+  const folders = { tmp: join(root, 'tmp'), shm: join(root, 'shm') };
+  for (const dir of [root, folders.tmp, folders.shm]) {
+    await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+    const st = await lstat(dir);
+    if (!st.isDirectory()) throw new Error(`${dir} is not a folder of the box`);
+  }
+  return folders;
+}
+
+/** The run's monitors: its box's storage, and its cgroup or (without one) the sampled fallback. */
+async function monitorsFor(
+  spec: RunSpec,
+  cgroups: Cgroups,
+): Promise<{ monitors: RunMonitor[]; done(): Promise<void> }> {
+  const storage = await watchBoxStorage(spec.box, spec.limits);
+  const cg = await cgroups.create(spec.limits);
+  return {
+    monitors: [storage, cg ?? sampledLimits(spec.limits)],
+    done: async () => await cg?.destroy(),
+  };
 }
 
 /** Creates the Linux backend; throws BackendUnavailableError when bwrap or prlimit is missing. */
@@ -186,7 +223,10 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         inUse: async (uid) => (await listProcesses()).some((p) => p.uid === uid),
       })
     : null;
-  const tmpBytes = options.tmpBytes ?? 16 * 1024 * 1024;
+  const cgroups = await probeCgroups(options.cgroups);
+  // As root per-run cgroups are expected; running without them is a weaker sandbox an operator must see.
+  if (cgroups.kind === 'none')
+    (isRoot ? log.warn : log)(`no per-run cgroups (${cgroups.detail}): rlimits and sampling only`);
 
   const confinement: Confinement = {
     name: 'bwrap',
@@ -195,11 +235,13 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
       version: features.version,
       disableUserns: features.disableUserns,
       uid: isRoot ? 'dedicated' : 'caller',
-      tmpBytes,
+      scratch: 'box',
+      runAccounting: cgroups.kind === 'none' ? 'sampled' : 'cgroup',
     }),
     async run(spec: RunSpec): Promise<RunResult> {
       const uid = await pool?.acquire();
       try {
+        const scratch = await scratchFolders(spec.box);
         // The box belongs to the run's own uid; nothing else on the host is writable by it.
         if (uid !== undefined) await execFileAsync('chown', ['-R', '-P', `${uid}:${uid}`, spec.box]);
         const argv = bwrapArgv({
@@ -213,7 +255,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
           cwd: spec.cwd,
           env: spec.env,
           limits: spec.limits,
-          tmpBytes,
+          scratch,
           argv: spec.argv,
         });
         let namespace: string | null = null;
@@ -237,22 +279,29 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
           return inNs;
         };
         log(`run ${argv.join(' ')}`);
-        return await runGroup({
-          argv,
-          env: { PATH: '/usr/bin:/bin' },
-          cwd: '/',
-          uid,
-          gid: uid,
-          wallMs: spec.limits.wallMs,
-          outputBytes: spec.limits.outputBytes,
-          signal: spec.signal,
-          infoFds: 1,
-          onInfo: (_fd, text) => {
-            const m = /"child-pid":\s*(\d+)/.exec(text);
-            if (m) childPid = Number(m[1]);
-          },
-          members,
-        });
+        const watch = await monitorsFor(spec, cgroups);
+        try {
+          return await runGroup({
+            argv,
+            env: { PATH: '/usr/bin:/bin' },
+            cwd: '/',
+            uid,
+            gid: uid,
+            wallMs: spec.limits.wallMs,
+            cpuMs: spec.limits.cpuMs,
+            outputBytes: spec.limits.outputBytes,
+            signal: spec.signal,
+            infoFds: 1,
+            onInfo: (_fd, text) => {
+              const m = /"child-pid":\s*(\d+)/.exec(text);
+              if (m) childPid = Number(m[1]);
+            },
+            members,
+            monitors: watch.monitors,
+          });
+        } finally {
+          await watch.done();
+        }
       } finally {
         if (uid !== undefined) await pool?.release(uid);
       }

@@ -23,11 +23,17 @@ export interface RunSpec {
   signal?: AbortSignal;
 }
 
+/** A resource limit of the whole run that it went over (the run is then killed). */
+export type ExceededLimit = 'memory' | 'disk' | 'inodes' | 'processes';
+
 /** Resource usage of a run, sampled from the processes of the run while it lived. */
 export interface ResourceUsage {
   /** Wall-clock duration, milliseconds. */
   wallMs: number;
-  /** Highest observed CPU time (user + system) summed over the run's processes, milliseconds. */
+  /**
+   * CPU time (user + system) of the run, milliseconds: exact from its cgroup (dead processes included)
+   * where there is one, else the highest sampled sum over its processes and what they reaped.
+   */
   cpuMs: number;
   /** Highest observed resident memory summed over the run's processes, bytes. */
   peakRssBytes: number;
@@ -41,16 +47,23 @@ export interface RunResult {
   exitCode: number | null;
   /** Signal that ended the command, if any. */
   signal: string | null;
-  /** True when the wall-clock limit killed the run. */
+  /**
+   * True when the wall-clock backstop killed the run and its CPU budget was not spent: the run waited
+   * or was starved by load. Not by itself the candidate's fault.
+   */
   timedOut: boolean;
+  /** True when the run spent more than its CPU budget (it was killed for it): the candidate's fault. */
+  cpuExceeded: boolean;
+  /**
+   * The whole-run limit the run went over, where the platform can tell (see docs/sandbox.md): memory
+   * (an OOM kill in its cgroup, or sampled resident memory), disk or inodes (its box), processes (a fork
+   * refused by its cgroup, or sampled threads). The run is killed when it is seen. Null otherwise.
+   */
+  limitExceeded: ExceededLimit | null;
   /** True when the AbortSignal killed the run. */
   aborted: boolean;
   /** True when the output cap killed the run. */
   outputCapped: boolean;
-  /** True when the run used up its CPU budget (the candidate's doing: a hard 0). */
-  cpuExceeded?: boolean;
-  /** A whole-run limit the run hit (memory, disk, inodes, processes), when detectable. */
-  limitExceeded?: 'memory' | 'disk' | 'inodes' | 'processes' | null;
   /** Captured stdout (at most the output cap), UTF-8. */
   stdout: string;
   /** Captured stderr (at most the output cap), UTF-8. */

@@ -1,7 +1,21 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunResult } from './confinement.ts';
+import type { ExceededLimit, ResourceUsage, RunResult } from './confinement.ts';
+import type { Limits } from './limits.ts';
+import { sandboxLog } from './log.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
+
+const log = sandboxLog('vtnode:sandbox:group-run');
+
+/** Watches one resource of a run: runGroup polls it at every sample and once more after the run. */
+export interface RunMonitor {
+  /** Joins the run's leader while it waits at its gate, before it runs anything (e.g. into a cgroup). */
+  attach?(pid: number): Promise<void>;
+  /** Exact CPU time of the run so far, dead processes included, milliseconds. */
+  cpuMs?(): Promise<number>;
+  /** The limit the run has exceeded so far, given its live processes (null where unknown). */
+  exceeded?(members: ProcInfo[] | null): Promise<ExceededLimit | null>;
+}
 
 /** How to start one process group and how to find the processes that belong to it. */
 export interface GroupRunOptions {
@@ -14,8 +28,10 @@ export interface GroupRunOptions {
   /** Run as this uid/gid (root only); supplementary groups are dropped by the spawn. */
   uid?: number | undefined;
   gid?: number | undefined;
-  /** Wall-clock limit, milliseconds. */
+  /** Wall-clock backstop, milliseconds. */
   wallMs: number;
+  /** CPU budget of the whole run, milliseconds (exact from a monitor's `cpuMs`, else sampled). */
+  cpuMs: number;
   /** Combined stdout + stderr cap, bytes. */
   outputBytes: number;
   /** Aborts the run. */
@@ -29,9 +45,26 @@ export interface GroupRunOptions {
    * null where the platform cannot tell (then only the group is checked).
    */
   members?: (child: ChildProcess) => Promise<ProcInfo[] | null>;
-  /** Sampling period for usage, milliseconds. */
+  /** Resource watches (the run's cgroup, its box's storage, sampled fallbacks). */
+  monitors?: RunMonitor[];
+  /** Sampling period for usage and monitors, milliseconds. */
   sampleMs?: number;
 }
+
+/**
+ * The leader waits on its stdin until every monitor has attached it, then runs argv with stdin from
+ * /dev/null: nothing of the run executes before it is accounted (no fork can slip out of a cgroup).
+ * The scorer opens the gate by writing a line; if the scorer dies first, the read fails and it exits.
+ * The shell exports PWD on its own; it is removed unless the run's environment has it, so the run's
+ * environment stays exactly the one given.
+ */
+export function gatedArgv(argv: string[], env: Record<string, string>): string[] {
+  const script = `read -r go || exit 125; ${'PWD' in env ? '' : 'unset PWD; '}exec "$@" </dev/null`;
+  return ['/bin/sh', '-c', script, 'vtnode-gate', ...argv];
+}
+
+/** Why the run was ended early; the first cause wins. */
+type Stop = { cause: 'wall' | 'cpu' | 'abort' | 'output' } | { cause: 'limit'; limit: ExceededLimit };
 
 function killGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
@@ -51,36 +84,44 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
+const sum = (procs: ProcInfo[], f: (p: ProcInfo) => number) => procs.reduce((n, p) => n + f(p), 0);
+
+/** CPU of live members plus what they reaped from dead children, milliseconds. */
+function sampledCpuMs(procs: ProcInfo[]): number {
+  return (sum(procs, (p) => p.cpuTicks + p.reapedCpuTicks) * 1000) / CLOCK_TICKS;
+}
+
 /**
- * Starts `argv` as the leader of a new process group, captures capped output, and kills the whole group
- * on timeout, abort or output overflow. After the leader exits, waits briefly for the group (and the
- * backend's members) to vanish, kills whatever is left and reports it as survivors.
+ * Fallback where no cgroup accounts for the run: its memory (summed resident sets) and processes
+ * (summed threads) from the sampled members. Bounds: what is allocated and freed between two samples
+ * is unseen, and shared memory no process maps (a memfd held by a descriptor only) is not counted.
  */
-export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
-  const started = performance.now();
-  const extra = opts.infoFds ?? 0;
-  const child = spawn(opts.argv[0]!, opts.argv.slice(1), {
-    cwd: opts.cwd,
-    env: opts.env,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe', ...Array.from({ length: extra }, () => 'pipe' as const)],
-    ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
-    ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
-  });
-  let timedOut = false;
-  let aborted = false;
-  let outputCapped = false;
+export function sampledLimits(limits: Pick<Limits, 'memoryBytes' | 'processes'>): RunMonitor {
+  return {
+    async exceeded(members) {
+      if (!members || members.length === 0) return null;
+      if (sum(members, (p) => p.rssPages) * PAGE_SIZE > limits.memoryBytes) return 'memory';
+      // RLIMIT_NPROC refuses the next fork once the threads reach the limit.
+      if (sum(members, (p) => p.threads) >= limits.processes) return 'processes';
+      return null;
+    },
+  };
+}
+
+/** Collects stdout and stderr up to `cap` bytes together; `onOverflow` runs once when it is passed. */
+function captureOutput(child: ChildProcess, cap: number, onOverflow: () => void) {
   let total = 0;
+  let capped = false;
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   const take = (sink: Buffer[]) => (chunk: Buffer) => {
-    if (outputCapped) return;
-    const room = opts.outputBytes - total;
+    if (capped) return;
+    const room = cap - total;
     if (chunk.length > room) {
       sink.push(chunk.subarray(0, Math.max(0, room)));
-      total = opts.outputBytes;
-      outputCapped = true;
-      killGroup(child);
+      total = cap;
+      capped = true;
+      onOverflow();
       return;
     }
     sink.push(chunk);
@@ -88,83 +129,71 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   };
   child.stdout?.on('data', take(out));
   child.stderr?.on('data', take(err));
-  for (let fd = 3; fd < 3 + extra; fd++) {
+  return { text: (which: 'out' | 'err') => Buffer.concat(which === 'out' ? out : err).toString('utf8') };
+}
+
+/** Hands the text of each extra pipe (fd 3, 4, ...) to `onInfo` when it closes (64 KiB at most). */
+function captureInfo(child: ChildProcess, count: number, onInfo?: (fd: number, text: string) => void): void {
+  for (let fd = 3; fd < 3 + count; fd++) {
     const stream = child.stdio[fd] as NodeJS.ReadableStream | null;
     if (!stream) continue;
     const parts: Buffer[] = [];
+    let size = 0;
     stream.on('data', (c: Buffer) => {
-      if (parts.reduce((n, p) => n + p.length, 0) < 65536) parts.push(c);
+      if (size < 65536) parts.push(c);
+      size += c.length;
     });
-    stream.on('end', () => opts.onInfo?.(fd, Buffer.concat(parts).toString('utf8')));
+    stream.on('end', () => onInfo?.(fd, Buffer.concat(parts).toString('utf8')));
   }
+}
 
-  const usage = { cpuMs: 0, peakRssBytes: 0, peakProcesses: 0 };
-  let sampling = true;
-  let stopSampling = () => {};
-  const stopped = new Promise<void>((r) => {
-    stopSampling = r;
-  });
-  const sample = async () => {
-    while (sampling && opts.members) {
-      const procs = await opts.members(child).catch(() => null);
-      if (procs && procs.length > 0) {
-        const cpu = (procs.reduce((n, p) => n + p.cpuTicks, 0) * 1000) / CLOCK_TICKS;
-        const rss = procs.reduce((n, p) => n + p.rssPages, 0) * PAGE_SIZE;
-        usage.cpuMs = Math.max(usage.cpuMs, cpu);
-        usage.peakRssBytes = Math.max(usage.peakRssBytes, rss);
-        usage.peakProcesses = Math.max(usage.peakProcesses, procs.length);
-      }
-      await Promise.race([sleep(opts.sampleMs ?? 200), stopped]);
-    }
-  };
-  const sampler = sample();
-
-  const timer = setTimeout(() => {
-    timedOut = true;
-    killGroup(child);
-  }, opts.wallMs);
-  const onAbort = () => {
-    aborted = true;
-    killGroup(child);
-  };
-  if (opts.signal?.aborted) onAbort();
-  else opts.signal?.addEventListener('abort', onAbort, { once: true });
-
-  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
-    (resolve, reject) => {
+/** Attaches the gated leader to every monitor, then lets it run; kills it if an attach fails. */
+async function openGate(child: ChildProcess, monitors: RunMonitor[]): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      if (child.pid !== undefined) resolve();
+      child.once('spawn', resolve);
       child.once('error', reject);
-      child.once('exit', (code, signal) => resolve({ code, signal }));
-    },
-  ).finally(() => {
-    clearTimeout(timer);
-    opts.signal?.removeEventListener('abort', onAbort);
-  });
-  // The leader is gone: anything left in its group or among the backend's members is a survivor.
+    });
+    for (const m of monitors) await m.attach?.(child.pid!);
+    // A leader that died at its gate closes the pipe: that shows as its exit, not as a write error.
+    child.stdin?.on('error', () => {});
+    child.stdin?.end('go\n');
+  } catch (err) {
+    killGroup(child);
+    throw new Error(`cannot start the run: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * After the leader exited: waits (2 s at most) for its group and the backend's members to vanish, kills
+ * whatever is left and returns how many processes survived.
+ */
+async function reapGroup(child: ChildProcess, members: GroupRunOptions['members']): Promise<number> {
   killGroup(child);
-  let survivors = 0;
   const deadline = performance.now() + 2000;
   for (;;) {
-    const known = opts.members ? await opts.members(child).catch(() => null) : null;
-    const members = known ?? [];
+    const known = members ? await members(child).catch(() => null) : null;
+    const procs = known ?? [];
     // procfs tells live processes from zombies awaiting a reaper; a signal-0 probe cannot.
-    const alive = known !== null ? members.length > 0 : child.pid !== undefined && groupAlive(child.pid);
-    if (!alive) break;
+    const alive = known !== null ? procs.length > 0 : child.pid !== undefined && groupAlive(child.pid);
+    if (!alive) return 0;
     if (performance.now() > deadline) {
-      survivors = Math.max(1, members.length);
-      for (const p of members) {
+      for (const p of procs) {
         try {
           process.kill(p.pid, 'SIGKILL');
         } catch {
           // gone
         }
       }
-      break;
+      return Math.max(1, procs.length);
     }
     await sleep(50);
   }
-  sampling = false;
-  stopSampling();
-  await sampler;
+}
+
+/** Waits (1 s at most) for stdout and stderr to close, then destroys every pipe. */
+async function closeStreams(child: ChildProcess): Promise<void> {
   // Streams close once every holder of the pipes is dead; do not wait on a stuck holder forever.
   await Promise.race([
     Promise.all(
@@ -175,15 +204,127 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
     sleep(1000),
   ]);
   for (const s of child.stdio) (s as NodeJS.ReadableStream & { destroy?: () => void })?.destroy?.();
+}
+
+/** Periodic sampling of a run: usage, the CPU budget and every monitor; `stop` ends the run. */
+function startSampler(
+  child: ChildProcess,
+  opts: GroupRunOptions,
+  stop: (s: Stop) => void,
+): { usage: Omit<ResourceUsage, 'wallMs'>; finish(): Promise<ExceededLimit | null> } {
+  const usage = { cpuMs: 0, peakRssBytes: 0, peakProcesses: 0 };
+  const monitors = opts.monitors ?? [];
+  const exact = monitors.find((m) => m.cpuMs)?.cpuMs;
+  const poll = async (procs: ProcInfo[] | null): Promise<ExceededLimit | null> => {
+    if (procs && procs.length > 0) {
+      usage.peakRssBytes = Math.max(usage.peakRssBytes, sum(procs, (p) => p.rssPages) * PAGE_SIZE);
+      usage.peakProcesses = Math.max(usage.peakProcesses, procs.length);
+    }
+    const cpu = exact ? await exact().catch(() => 0) : procs ? sampledCpuMs(procs) : 0;
+    usage.cpuMs = Math.max(usage.cpuMs, cpu);
+    for (const m of monitors) {
+      const limit = await m.exceeded?.(procs).catch(() => null);
+      if (limit) return limit;
+    }
+    return null;
+  };
+  let running = true;
+  let wake = () => {};
+  const loop = (async () => {
+    while (running) {
+      const procs = opts.members ? await opts.members(child).catch(() => null) : null;
+      const limit = await poll(procs);
+      if (limit) stop({ cause: 'limit', limit });
+      else if (usage.cpuMs > opts.cpuMs) stop({ cause: 'cpu' });
+      await Promise.race([sleep(opts.sampleMs ?? 200), new Promise<void>((r) => (wake = r))]);
+    }
+  })();
+  return {
+    usage,
+    async finish() {
+      running = false;
+      wake();
+      await loop;
+      // A last look once every process is gone: exact CPU, OOM kills and storage that a bomb reached
+      // between two samples.
+      return await poll([]);
+    },
+  };
+}
+
+/**
+ * Starts `argv` as the leader of a new process group (held at a gate until the monitors attach it),
+ * captures capped output, samples usage, and kills the whole group on the wall-clock backstop, the CPU
+ * budget, a monitor's exceeded limit, abort or output overflow. After the leader exits, waits briefly
+ * for the group (and the backend's members) to vanish, kills whatever is left and reports survivors.
+ */
+export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
+  const started = performance.now();
+  const extra = opts.infoFds ?? 0;
+  const gated = (opts.monitors ?? []).some((m) => m.attach);
+  const argv = gated ? gatedArgv(opts.argv, opts.env) : opts.argv;
+  const child = spawn(argv[0]!, argv.slice(1), {
+    cwd: opts.cwd,
+    env: opts.env,
+    detached: true,
+    stdio: [
+      gated ? 'pipe' : 'ignore',
+      'pipe',
+      'pipe',
+      ...Array.from({ length: extra }, () => 'pipe' as const),
+    ],
+    ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
+    ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  exited.catch(() => {});
+  let stopped: Stop | null = null;
+  const stop = (s: Stop) => {
+    stopped ??= s;
+    killGroup(child);
+  };
+  const output = captureOutput(child, opts.outputBytes, () => stop({ cause: 'output' }));
+  captureInfo(child, extra, opts.onInfo);
+  if (gated) await openGate(child, opts.monitors ?? []);
+  const sampler = startSampler(child, opts, stop);
+  const timer = setTimeout(() => stop({ cause: 'wall' }), opts.wallMs);
+  const onAbort = () => stop({ cause: 'abort' });
+  if (opts.signal?.aborted) onAbort();
+  else opts.signal?.addEventListener('abort', onAbort, { once: true });
+  let exit: { code: number | null; signal: NodeJS.Signals | null };
+  try {
+    exit = await exited;
+  } catch (err) {
+    await sampler.finish();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
+  const survivors = await reapGroup(child, opts.members);
+  const lateLimit = await sampler.finish();
+  await closeStreams(child);
+  const s = stopped as Stop | null;
+  const cpuExceeded = s?.cause === 'cpu' || sampler.usage.cpuMs > opts.cpuMs;
+  log(
+    `ended: exit ${exit.code} signal ${exit.signal} stopped ${JSON.stringify(s)} late ${lateLimit} ` +
+      `cpu ${(opts.monitors ?? []).some((m) => m.cpuMs) ? 'exact' : 'sampled'} ` +
+      `usage ${JSON.stringify(sampler.usage)} cpu budget ${opts.cpuMs} ms, backstop ${opts.wallMs} ms`,
+  );
   return {
     exitCode: exit.code,
     signal: exit.signal,
-    timedOut,
-    aborted,
-    outputCapped,
-    stdout: Buffer.concat(out).toString('utf8'),
-    stderr: Buffer.concat(err).toString('utf8'),
+    timedOut: s?.cause === 'wall' && !cpuExceeded,
+    cpuExceeded,
+    limitExceeded: s?.cause === 'limit' ? s.limit : lateLimit,
+    aborted: s?.cause === 'abort',
+    outputCapped: s?.cause === 'output',
+    stdout: output.text('out'),
+    stderr: output.text('err'),
     survivors,
-    usage: { wallMs: Math.round(performance.now() - started), ...usage },
+    usage: { wallMs: Math.round(performance.now() - started), ...sampler.usage },
   };
 }

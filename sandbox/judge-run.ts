@@ -92,7 +92,7 @@ function processFailure(run: RunResult, limits: Limits): Pick<JudgeRun, 'failure
   if (run.aborted) return { failure: null, infra: 'the run was aborted' };
   if (run.cpuExceeded)
     return {
-      failure: `the candidate exhausted its CPU budget (${Math.round(limits.cpuSeconds)} s)`,
+      failure: `the candidate exhausted its CPU budget (${(limits.cpuMs / 1000).toFixed(1)} s)`,
       infra: null,
     };
   if (run.limitExceeded) return { failure: `the run exceeded its ${run.limitExceeded} limit`, infra: null };

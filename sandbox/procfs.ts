@@ -9,8 +9,12 @@ export interface ProcInfo {
   uid: number;
   /** user + system CPU time, clock ticks. */
   cpuTicks: number;
+  /** user + system CPU time of the children it has reaped (waited for), clock ticks. */
+  reapedCpuTicks: number;
   /** Resident set, pages. */
   rssPages: number;
+  /** Threads of the process (each counts against RLIMIT_NPROC and a cgroup's pids limit). */
+  threads: number;
 }
 
 /** Clock ticks per second and page size: the values of every Linux build we run on. */
@@ -23,17 +27,22 @@ export function parseStat(text: string): {
   ppid: number;
   pgid: number;
   cpuTicks: number;
+  reapedCpuTicks: number;
   rssPages: number;
+  threads: number;
 } {
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // rest[0] is field 3 (state): ppid=4, pgrp=5, utime=14, stime=15, rss=24.
+  // rest[0] is field 3 (state): ppid=4, pgrp=5, utime=14, stime=15, cutime=16, cstime=17,
+  // num_threads=20, rss=24.
   const field = (n: number) => Number(rest[n - 3]);
   return {
     state: rest[0] ?? '?',
     ppid: field(4),
     pgid: field(5),
     cpuTicks: field(14) + field(15),
+    reapedCpuTicks: field(16) + field(17),
     rssPages: field(24),
+    threads: field(20),
   };
 }
 
@@ -74,4 +83,51 @@ export async function processesInNamespace(ns: string): Promise<ProcInfo[]> {
   const all = await listProcesses();
   const marks = await Promise.all(all.map((p) => pidNamespace(p.pid)));
   return all.filter((_, i) => marks[i] === ns);
+}
+
+/** One line of /proc/<pid>/mountinfo. */
+export interface MountEntry {
+  /** Path inside the filesystem that is mounted (`/` unless a bind mount of a subfolder). */
+  root: string;
+  /** Where it is mounted. */
+  mountPoint: string;
+  /** Filesystem type (`tmpfs`, `cgroup`, `cgroup2`, ...). */
+  fsType: string;
+  /** The mount's source (`vtnode-box`, `/dev/vda`, ...). */
+  source: string;
+  /** Per-superblock options (`rw,size=1024k`, the controllers of a cgroup v1 hierarchy, ...). */
+  superOptions: string[];
+}
+
+/** Undoes the octal escapes (`\040` for a space) the kernel writes in mountinfo paths. */
+function unescapeMountPath(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(Number.parseInt(oct, 8)));
+}
+
+/**
+ * Parses /proc/<pid>/mountinfo (proc(5)): `id parent major:minor root mountpoint options [optional
+ * fields...] - fstype source superoptions`. Lines that do not have that shape are skipped.
+ */
+export function parseMountinfo(text: string): MountEntry[] {
+  const out: MountEntry[] = [];
+  for (const line of text.split('\n')) {
+    const sep = line.indexOf(' - ');
+    if (sep < 0) continue;
+    const head = line.slice(0, sep).split(' ');
+    const tail = line.slice(sep + 3).split(' ');
+    if (head.length < 6 || tail.length < 3) continue;
+    out.push({
+      root: unescapeMountPath(head[3]!),
+      mountPoint: unescapeMountPath(head[4]!),
+      fsType: tail[0]!,
+      source: unescapeMountPath(tail[1]!),
+      superOptions: tail[2]!.split(','),
+    });
+  }
+  return out;
+}
+
+/** The mounts this process sees. */
+export async function readMounts(): Promise<MountEntry[]> {
+  return parseMountinfo(await readFile('/proc/self/mountinfo', 'utf8'));
 }

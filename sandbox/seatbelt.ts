@@ -3,6 +3,7 @@ import { access } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { watchBoxStorage } from './box-storage.ts';
 import {
   BackendUnavailableError,
   type Confinement,
@@ -10,9 +11,9 @@ import {
   type RunSpec,
   type SelfTestResult,
 } from './confinement.ts';
-import { runGroup } from './group-run.ts';
-import type { Limits } from './limits.ts';
-import type { ProcInfo } from './procfs.ts';
+import { type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
+import { type Limits, rlimitCpuSeconds } from './limits.ts';
+import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
 
@@ -111,7 +112,7 @@ export function seatbeltArgv(plan: SeatbeltPlan): string[] {
     '-c',
     'ulimit -t "$1" -d "$2" -u "$3" -f "$4" -c 0 || exit 125; shift 4; exec "$@"',
     'sh',
-    String(l.cpuSeconds),
+    String(rlimitCpuSeconds(l)),
     String(Math.floor(l.memoryBytes / 1024)),
     String(l.processes),
     String(Math.floor(l.fileSizeBytes / 512)),
@@ -119,14 +120,34 @@ export function seatbeltArgv(plan: SeatbeltPlan): string[] {
   ];
 }
 
-/** Live processes of a uid, from `ps` (macOS has no procfs). Usage fields are not sampled here. */
+/** Parses a `ps -o time` value (`[[dd-]hh:]mm:ss[.ff]`) into clock ticks (CLOCK_TICKS per second). */
+export function parsePsTime(text: string): number {
+  const m = /^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$/.exec(text.trim());
+  if (!m) return 0;
+  const seconds = Number(m[1] ?? 0) * 86400 + Number(m[2] ?? 0) * 3600 + Number(m[3]) * 60 + Number(m[4]);
+  return Math.round(seconds * CLOCK_TICKS);
+}
+
+/**
+ * Live processes of a uid with their CPU time and resident memory, from `ps` (macOS has no procfs).
+ * Threads are not listed by this `ps` call: each process counts as one.
+ */
 async function processesOfUid(uid: number): Promise<ProcInfo[]> {
-  const { stdout } = await execFileAsync('/bin/ps', ['-U', String(uid), '-o', 'pid=,stat=']);
+  const { stdout } = await execFileAsync('/bin/ps', ['-U', String(uid), '-o', 'pid=,stat=,time=,rss=']);
   return stdout
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
     .filter(([pid, stat]) => pid && /^\d+$/.test(pid) && !stat?.startsWith('Z'))
-    .map(([pid]) => ({ pid: Number(pid), ppid: 0, pgid: 0, uid, cpuTicks: 0, rssPages: 0 }));
+    .map(([pid, , time, rssKiB]) => ({
+      pid: Number(pid),
+      ppid: 0,
+      pgid: 0,
+      uid,
+      cpuTicks: parsePsTime(time ?? ''),
+      reapedCpuTicks: 0,
+      rssPages: Math.ceil((Number(rssKiB) || 0) / (PAGE_SIZE / 1024)),
+      threads: 1,
+    }));
 }
 
 export interface SeatbeltOptions {
@@ -161,6 +182,9 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
       const uid = await pool?.acquire();
       try {
         if (uid !== undefined) await execFileAsync('/usr/sbin/chown', ['-R', `${uid}:${uid}`, spec.box]);
+        // No cgroups on macOS: the box is walked, memory and processes are sampled (with a dedicated uid).
+        const monitors: RunMonitor[] = [await watchBoxStorage(spec.box, spec.limits)];
+        if (uid !== undefined) monitors.push(sampledLimits(spec.limits));
         return await runGroup({
           argv: seatbeltArgv({
             box: spec.box,
@@ -175,8 +199,10 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
           uid,
           gid: uid,
           wallMs: spec.limits.wallMs,
+          cpuMs: spec.limits.cpuMs,
           outputBytes: spec.limits.outputBytes,
           signal: spec.signal,
+          monitors,
           // With a dedicated uid every process of that uid belongs to the run: a setsid child that
           // left the group is still found and killed (macOS has no pid namespace).
           ...(uid !== undefined ? { members: () => processesOfUid(uid) } : {}),

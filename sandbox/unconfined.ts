@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
+import { watchBoxStorage } from './box-storage.ts';
 import type { Confinement, RunResult, RunSpec, SelfTestResult } from './confinement.ts';
-import { runGroup } from './group-run.ts';
-import type { Limits } from './limits.ts';
+import { runGroup, sampledLimits } from './group-run.ts';
+import { type Limits, rlimitCpuSeconds } from './limits.ts';
 import { listProcesses } from './procfs.ts';
 
 /** prlimit on Linux: unconfined runs get the same rlimits, so confined vs unconfined compares confinement only. */
@@ -12,7 +13,7 @@ export function rlimitPrefix(limits: Limits, prlimit: string | null = PRLIMIT): 
   if (!prlimit) return [];
   return [
     prlimit,
-    `--cpu=${limits.cpuSeconds}`,
+    `--cpu=${rlimitCpuSeconds(limits)}`,
     `--data=${limits.memoryBytes}`,
     `--nproc=${limits.processes}`,
     `--fsize=${limits.fileSizeBytes}`,
@@ -23,21 +24,27 @@ export function rlimitPrefix(limits: Limits, prlimit: string | null = PRLIMIT): 
 
 /**
  * No confinement: the command runs as the caller with the given environment, in its own process
- * group, with the wall-clock and output caps and (on Linux) the rlimits. Nothing stops it reading,
- * writing or connecting anywhere: for trusted input (`--unconfined`) and benchmark baselines.
+ * group, with the wall-clock backstop, the output cap, the box's quota and (on Linux) the rlimits and a
+ * CPU budget and memory sampled over the group. No cgroup: a setsid child leaves the group unseen.
+ * Nothing stops it reading, writing or connecting anywhere: for trusted input (`--unconfined`) and
+ * benchmark baselines.
  */
 export function createUnconfined(): Confinement {
   return {
     name: 'unconfined',
     describe: () => ({ backend: 'unconfined', rlimits: PRLIMIT !== null }),
-    run(spec: RunSpec): Promise<RunResult> {
-      return runGroup({
+    async run(spec: RunSpec): Promise<RunResult> {
+      const linux = process.platform === 'linux';
+      const storage = await watchBoxStorage(spec.box, spec.limits);
+      return await runGroup({
         argv: [...rlimitPrefix(spec.limits), ...spec.argv],
         env: spec.env,
         cwd: spec.cwd,
         wallMs: spec.limits.wallMs,
+        cpuMs: spec.limits.cpuMs,
         outputBytes: spec.limits.outputBytes,
         signal: spec.signal,
+        monitors: linux ? [storage, sampledLimits(spec.limits)] : [storage],
         ...(process.platform === 'linux'
           ? {
               members: async (child) =>

@@ -50,7 +50,7 @@ describe('bwrap backend', () => {
   it('runs as an unprivileged user with the rlimits applied', async () => {
     const r = await bwrap.run(
       spec(['/bin/sh', '-c', 'id -u; cat /proc/self/limits'], {
-        cpuSeconds: 77,
+        cpuMs: 76_000,
         processes: 99,
         fileSizeBytes: 1048576,
       }),

@@ -263,14 +263,17 @@ leaked = true;`),
     expect(await readdir(boxesDir)).toEqual(before);
   });
 
-  it('stops an infinite loop at the wall-clock limit', async () => {
+  it('stops an infinite loop at its CPU budget, or at the wall-clock backstop when starved', async () => {
     const started = Date.now();
     const r = await score(probe('while (!leaked) {}'));
-    expect(r.run?.timedOut).toBe(true);
+    // The task's 8 s become an 8 s CPU budget (one core) and a 24 s wall backstop. The loop spends the
+    // budget (the candidate's fault) unless the host is so loaded that it gets under a third of a core;
+    // then the backstop ends it as a timeout (an infrastructure outcome). A run that spent its budget is
+    // never called a timeout (test/sandbox/resources.test.ts pins both cases with small caps).
+    if (r.run?.timedOut) expect(r.run.usage.cpuMs, JSON.stringify(r.run)).toBeLessThanOrEqual(8000);
     expect(r.reward).toBe(0);
-    expect(r.reasons).toContain('the test run timed out');
     expect(r.run?.survivors).toBe(0);
-    expect(Date.now() - started).toBeLessThan(25_000);
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 
   it('kills a setsid child that tries to outlive the run', async () => {

@@ -3,7 +3,7 @@ import { cloneArgv } from '../../sandbox/box.ts';
 import { bwrapArgv, bwrapFeatures, dedupePaths } from '../../sandbox/bwrap.ts';
 import { type EvaluationParts, evaluationFingerprint } from '../../sandbox/fingerprint.ts';
 import { DEFAULT_LIMITS } from '../../sandbox/limits.ts';
-import { seatbeltArgv, seatbeltProfile } from '../../sandbox/seatbelt.ts';
+import { parsePsTime, seatbeltArgv, seatbeltProfile } from '../../sandbox/seatbelt.ts';
 
 const limits = { ...DEFAULT_LIMITS, wallMs: 30_000 };
 
@@ -11,7 +11,7 @@ describe('bwrap argv', () => {
   const plan = {
     bwrap: '/usr/bin/bwrap',
     prlimit: '/usr/bin/prlimit',
-    features: { disableUserns: true, tmpfsSize: true },
+    features: { disableUserns: true },
     system: [
       { path: '/usr', kind: 'bind' as const },
       { path: '/bin', kind: 'symlink' as const, target: 'usr/bin' },
@@ -22,7 +22,10 @@ describe('bwrap argv', () => {
     cwd: '/tmp/vtnode-boxes/box-1',
     env: { PATH: '/usr/bin:/bin', HOME: '/tmp/vtnode-boxes/box-1/.home' },
     limits,
-    tmpBytes: 16 * 1024 * 1024,
+    scratch: {
+      tmp: '/tmp/vtnode-boxes/box-1/.vtnode-sandbox/tmp',
+      shm: '/tmp/vtnode-boxes/box-1/.vtnode-sandbox/shm',
+    },
     argv: ['/opt/node/bin/node', '--test', 'x.test.js'],
   };
 
@@ -30,7 +33,7 @@ describe('bwrap argv', () => {
     expect(bwrapArgv(plan)).toMatchSnapshot();
   });
 
-  it('unshares everything, never nests user namespaces, binds only the box read-write', () => {
+  it('unshares everything, never nests user namespaces, binds only folders of the box read-write', () => {
     const a = bwrapArgv(plan);
     for (const flag of [
       '--unshare-all',
@@ -41,9 +44,19 @@ describe('bwrap argv', () => {
       '--clearenv',
     ])
       expect(a).toContain(flag);
-    const rw = a.flatMap((x, i) => (x === '--bind' ? [a[i + 1]] : []));
-    expect(rw).toEqual([plan.box]);
+    const rw = a.flatMap((x, i) => (x === '--bind' ? [[a[i + 1], a[i + 2]]] : []));
+    expect(rw).toEqual([
+      [plan.scratch.shm, '/dev/shm'],
+      [plan.scratch.tmp, '/tmp'],
+      [plan.box, plan.box],
+    ]);
+    for (const [src] of rw) expect(src!.startsWith(`${plan.box}/`) || src === plan.box).toBe(true);
+    // No tmpfs of bwrap's stays writable: /dev and the root are remounted read-only after every mount.
+    expect(a).not.toContain('--tmpfs');
+    const remounts = a.flatMap((x, i) => (x === '--remount-ro' ? [a[i + 1]] : []));
+    expect(remounts).toEqual(['/dev', '/']);
     expect(a.indexOf('--remount-ro')).toBeGreaterThan(a.lastIndexOf('--ro-bind'));
+    expect(a.indexOf('--remount-ro')).toBeGreaterThan(a.lastIndexOf('--bind'));
     expect(a.slice(a.indexOf('--') + 1, a.indexOf('--') + 2)).toEqual(['/usr/bin/prlimit']);
     expect(a.slice(-3)).toEqual(plan.argv);
   });
@@ -110,6 +123,16 @@ describe('Seatbelt profile', () => {
     expect(argv).toContain('BOX=/private/var/folders/x/box-1');
     expect(argv).toContain('READ_1=/Users/me/.nvm/versions/node/v22');
     expect(argv.at(-1)).toBe('a "quoted" $(path).js');
+  });
+});
+
+describe('ps CPU time (macOS sampling)', () => {
+  it('reads every ps time format into clock ticks, and nothing else', () => {
+    expect(parsePsTime('0:00.02')).toBe(2);
+    expect(parsePsTime('12:34.50')).toBe((12 * 60 + 34.5) * 100);
+    expect(parsePsTime('1:02:03')).toBe(3723 * 100);
+    expect(parsePsTime('2-01:00:00')).toBe((2 * 86400 + 3600) * 100);
+    expect(parsePsTime('-')).toBe(0);
   });
 });
 
