@@ -1,0 +1,235 @@
+/**
+ * One repository through the pipeline a new user runs: the bench's own reach (pairs), `mine`, and a
+ * calibration of a deterministic sample of the mined tasks through the real sandbox scorer.
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { MineError, mine } from '../../node/tasks/mine.ts';
+import type { Task } from '../../protocol/task.ts';
+import type { Scorer } from '../../sandbox/scorer.ts';
+import { type Coverage, coverageOf } from './coverage.ts';
+import { type CommandRun, runMeasured, withChildrenCpu } from './cpu.ts';
+import { computeReach } from './reach.ts';
+import { groupReasons, type ReasonCount, sampleTasks } from './reasons.ts';
+
+const run = promisify(execFile);
+
+/** A repository (or workspace member) to measure. */
+export interface RepoSpec {
+  /** Short name shown in the tables. */
+  name: string;
+  /** Absolute path of the package to mine (a checkout, or a member of a monorepo checkout). */
+  root: string;
+  /** Test runner, as the person who set up the checkout recorded it (shown, never used). */
+  runner?: string | undefined;
+  /** Layout (single package, npm workspaces member, pnpm...), as recorded (shown, never used). */
+  layout?: string | undefined;
+}
+
+/** One calibrated task. */
+export interface CalibrationRow {
+  taskId: string;
+  kind: Task['kind'];
+  target: string;
+  testFiles: number;
+  kept: boolean;
+  reward: number | null;
+  /** The scorer's reasons, or the error that made scoring throw. */
+  reasons: string[];
+  typecheck: string;
+  /** CPU of the test run as the sandbox sampled it (a lower bound), ms; null without a run. */
+  testsCpuMs: number | null;
+  /** CPU of the type-check run as the sandbox sampled it, ms; null when it did not run. */
+  typecheckCpuMs: number | null;
+  /** CPU of every process the score spawned (boxes, runs, baseline), exact, ms. */
+  totalCpuMs: number;
+  wallMs: number;
+  /** The scorer's diagnostics, cut: what to read when diagnosing a drop. */
+  diagnostics: string;
+}
+
+export interface RepoResult {
+  spec: RepoSpec;
+  commit: string | null;
+  reach: { codeFiles: number; tests: number; barrels: number; durationMs: number };
+  mine: {
+    /** The miner's refusal (MineError message), or null when it mined. */
+    refused: string | null;
+    runner: string | null;
+    tasks: number;
+    file: number;
+    tests: number;
+    withoutTypecheck: number;
+    wallMs: number;
+    cpuMs: number;
+    /** The miner's skip reasons, grouped. */
+    skipped: ReasonCount[];
+  };
+  coverage: Coverage;
+  calibration: {
+    sampled: number;
+    kept: number;
+    /** Dropped tasks by their first reason (the cause: the scorer lists run failures first); sums to the drops. */
+    dropped: ReasonCount[];
+    /** Every reason of the dropped tasks, each counted once per task. */
+    droppedAll: ReasonCount[];
+    rows: CalibrationRow[];
+  };
+  /** One unconfined `tsc` with the first sampled task's type-check argv: the cost a fresh check pays. */
+  freshTsc: CommandRun | null;
+}
+
+export interface MeasureOptions {
+  /** Tasks calibrated per repository. */
+  sample: number;
+  /** Also run one unconfined fresh type-check per repository, for comparison. */
+  tscBaseline: boolean;
+  /** The scorer, created on first use (its self-test runs once for every repository). */
+  scorer: () => Promise<Scorer>;
+  /** Progress lines. */
+  log: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+async function headCommit(root: string): Promise<string | null> {
+  try {
+    return (await run('git', ['-C', root, 'rev-parse', 'HEAD'])).stdout.trim();
+  } catch {
+    return null;
+  }
+}
+
+const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+/** Scores one task's reference in the sandbox and records what it cost. */
+async function calibrateOne(
+  scorer: Scorer,
+  task: Task,
+  root: string,
+  signal?: AbortSignal,
+): Promise<CalibrationRow> {
+  const base = {
+    taskId: task.id,
+    kind: task.kind,
+    target: task.target,
+    testFiles: task.judge.testFiles.length,
+  };
+  const { value, cpuMs, wallMs } = await withChildrenCpu(async () => {
+    try {
+      const candidate = await readFile(join(root, task.target), 'utf8');
+      return await scorer.score({ task, workspaceDir: root, candidate, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      return err as Error;
+    }
+  });
+  if (value instanceof Error)
+    return {
+      ...base,
+      kept: false,
+      reward: null,
+      reasons: [`scoring threw: ${value.message}`],
+      typecheck: 'not-run',
+      testsCpuMs: null,
+      typecheckCpuMs: null,
+      totalCpuMs: cpuMs,
+      wallMs,
+      diagnostics: cut(value.stack ?? value.message, 2000),
+    };
+  return {
+    ...base,
+    kept: value.reward === 1,
+    reward: value.reward,
+    reasons: value.reward === 1 ? [] : value.reasons.length > 0 ? value.reasons : ['below 1.0'],
+    typecheck: value.typecheck,
+    testsCpuMs: value.run?.usage.cpuMs ?? null,
+    typecheckCpuMs: value.typecheckRun?.usage.cpuMs ?? null,
+    totalCpuMs: cpuMs,
+    wallMs,
+    diagnostics: cut(value.diagnostics, 2000),
+  };
+}
+
+/** The fresh-tsc baseline: the task's type-check argv with the workspace's own tsc, unconfined. */
+async function freshTsc(
+  root: string,
+  task: Task | undefined,
+  signal?: AbortSignal,
+): Promise<CommandRun | null> {
+  const argv = task?.judge.typecheck;
+  if (!argv) return null;
+  const rest = argv[0] === 'npx' ? argv.slice(1) : argv;
+  return runMeasured([join(root, 'node_modules', '.bin', rest[0]!), ...rest.slice(1)], root, 600_000, signal);
+}
+
+/** Measures one repository. */
+export async function measureRepo(spec: RepoSpec, options: MeasureOptions): Promise<RepoResult> {
+  const { log, signal } = options;
+  const commit = await headCommit(spec.root);
+  const t0 = performance.now();
+  const reach = await computeReach(spec.root, signal);
+  const reachMs = performance.now() - t0;
+  log(`${spec.name}: ${reach.tests.length} tests reach ${reach.testsOf.size} sources (${reach.pairs} pairs)`);
+
+  const cpu0 = process.cpuUsage();
+  const m0 = performance.now();
+  let mined: Awaited<ReturnType<typeof mine>> | null = null;
+  let refused: string | null = null;
+  try {
+    mined = await mine({ root: spec.root, ...(signal ? { signal } : {}) });
+  } catch (err) {
+    if (!(err instanceof MineError)) throw err;
+    refused = err.message;
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const mineWall = performance.now() - m0;
+  const tasks = mined?.tasks ?? [];
+  log(`${spec.name}: ${refused ? `mine refused: ${refused}` : `${tasks.length} tasks mined`}`);
+
+  const sample = sampleTasks(tasks, options.sample);
+  const rows: CalibrationRow[] = [];
+  if (sample.length > 0) {
+    const scorer = await options.scorer();
+    for (const task of sample) {
+      signal?.throwIfAborted();
+      const row = await calibrateOne(scorer, task, spec.root, signal);
+      rows.push(row);
+      log(
+        `${spec.name}: [${rows.length}/${sample.length}] ${task.kind}:${task.target} ${row.kept ? 'kept' : `dropped (${row.reasons[0] ?? ''})`}`,
+      );
+    }
+  }
+  const withTypecheck = sample.find((t) => t.judge.typecheck !== null);
+  const fresh = options.tscBaseline ? await freshTsc(spec.root, withTypecheck, signal) : null;
+  return {
+    spec,
+    commit,
+    reach: {
+      codeFiles: reach.codeFiles,
+      tests: reach.tests.length,
+      barrels: reach.barrels.length,
+      durationMs: Math.round(reachMs),
+    },
+    mine: {
+      refused,
+      runner: mined?.summary.runner ?? null,
+      tasks: tasks.length,
+      file: mined?.summary.byKind.file ?? 0,
+      tests: mined?.summary.byKind.tests ?? 0,
+      withoutTypecheck: mined?.summary.withoutTypecheck ?? 0,
+      wallMs: Math.round(mineWall),
+      cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+      skipped: groupReasons((mined?.summary.skipped ?? []).map((s) => [s.reason])),
+    },
+    coverage: coverageOf(reach, tasks),
+    calibration: {
+      sampled: rows.length,
+      kept: rows.filter((r) => r.kept).length,
+      dropped: groupReasons(rows.filter((r) => !r.kept).map((r) => r.reasons.slice(0, 1))),
+      droppedAll: groupReasons(rows.filter((r) => !r.kept).map((r) => r.reasons)),
+      rows,
+    },
+    freshTsc: fresh,
+  };
+}
