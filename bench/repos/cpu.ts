@@ -1,8 +1,9 @@
 /**
  * CPU time of child processes, read from /proc/self/stat (cutime + cstime: every descendant this
- * process has reaped, through the whole tree). The sandbox's own usage figure is sampled while a run
- * lives and misses processes that die between samples; this one is exact, but only when the bench
- * runs one thing at a time, which it does (Linux only).
+ * process has reaped, through the whole tree). Exact for unconfined commands (the fresh tsc baseline,
+ * box copies), when the bench runs one thing at a time, which it does. Runs under bwrap do NOT show up
+ * here (measured: a 2 s busy loop adds 0.02 s), so their CPU is taken from the sandbox's own sampled
+ * usage instead (Linux only).
  */
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';

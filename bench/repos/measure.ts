@@ -3,12 +3,13 @@
  * calibration of a deterministic sample of the mined tasks through the real sandbox scorer.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { MineError, mine } from '../../node/tasks/mine.ts';
 import type { Task } from '../../protocol/task.ts';
-import type { Scorer } from '../../sandbox/scorer.ts';
+import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
 import { type Coverage, coverageOf } from './coverage.ts';
 import { type CommandRun, runMeasured, withChildrenCpu } from './cpu.ts';
 import { computeReach } from './reach.ts';
@@ -43,8 +44,13 @@ export interface CalibrationRow {
   testsCpuMs: number | null;
   /** CPU of the type-check run as the sandbox sampled it, ms; null when it did not run. */
   typecheckCpuMs: number | null;
-  /** CPU of every process the score spawned (boxes, runs, baseline), exact, ms. */
-  totalCpuMs: number;
+  /** How the type-check run ended (a wall-time kill is reported by the scorer as a failed check). */
+  typecheckRun: { exitCode: number | null; timedOut: boolean; wallMs: number } | null;
+  /**
+   * CPU of the processes the score spawned on the host, exact, ms: box copies, and the runs themselves
+   * only when unconfined (bwrap's runs are not reaped into this process's child accounting).
+   */
+  hostCpuMs: number;
   wallMs: number;
   /** The scorer's diagnostics, cut: what to read when diagnosing a drop. */
   diagnostics: string;
@@ -77,8 +83,11 @@ export interface RepoResult {
     droppedAll: ReasonCount[];
     rows: CalibrationRow[];
   };
-  /** One unconfined `tsc` with the first sampled task's type-check argv: the cost a fresh check pays. */
-  freshTsc: CommandRun | null;
+  /**
+   * One unconfined fresh type-check: the first sampled task's argv, else `tsc --noEmit -p tsconfig.json`
+   * when the package has one; what the scorer's type-check pays per candidate today.
+   */
+  freshTsc: (CommandRun & { from: 'task' | 'tsconfig.json' }) | null;
 }
 
 export interface MeasureOptions {
@@ -102,6 +111,18 @@ async function headCommit(root: string): Promise<string | null> {
 }
 
 const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+/**
+ * The scorer's reasons for a reference below 1.0, with a type-check that was killed at its wall limit
+ * told apart from one that found errors (the scorer says "failed" for both).
+ */
+function explained(result: ScoreResult): string[] {
+  if (result.reasons.length === 0) return ['below 1.0'];
+  const run = result.typecheckRun;
+  if (!run?.timedOut) return result.reasons;
+  const note = `(bench: the type-check run was killed at its wall limit after ${Math.round(run.usage.wallMs / 1000)} s)`;
+  return result.reasons.map((r) => (r === 'the strict type-check failed' ? `${r} ${note}` : r));
+}
 
 /** Scores one task's reference in the sandbox and records what it cost. */
 async function calibrateOne(
@@ -133,7 +154,8 @@ async function calibrateOne(
       typecheck: 'not-run',
       testsCpuMs: null,
       typecheckCpuMs: null,
-      totalCpuMs: cpuMs,
+      typecheckRun: null,
+      hostCpuMs: cpuMs,
       wallMs,
       diagnostics: cut(value.stack ?? value.message, 2000),
     };
@@ -141,26 +163,50 @@ async function calibrateOne(
     ...base,
     kept: value.reward === 1,
     reward: value.reward,
-    reasons: value.reward === 1 ? [] : value.reasons.length > 0 ? value.reasons : ['below 1.0'],
+    reasons: value.reward === 1 ? [] : explained(value),
     typecheck: value.typecheck,
     testsCpuMs: value.run?.usage.cpuMs ?? null,
     typecheckCpuMs: value.typecheckRun?.usage.cpuMs ?? null,
-    totalCpuMs: cpuMs,
+    typecheckRun: value.typecheckRun
+      ? {
+          exitCode: value.typecheckRun.exitCode,
+          timedOut: value.typecheckRun.timedOut,
+          wallMs: value.typecheckRun.usage.wallMs,
+        }
+      : null,
+    hostCpuMs: cpuMs,
     wallMs,
     diagnostics: cut(value.diagnostics, 2000),
   };
 }
 
-/** The fresh-tsc baseline: the task's type-check argv with the workspace's own tsc, unconfined. */
+/** The nearest `node_modules/.bin/<name>` at or above `dir` (hoisted workspaces keep it at the root). */
+function binFor(dir: string, name: string): string | null {
+  for (let d = dir; ; d = dirname(d)) {
+    const bin = join(d, 'node_modules', '.bin', name);
+    if (existsSync(bin)) return bin;
+    if (dirname(d) === d) return null;
+  }
+}
+
+/** The fresh type-check baseline, unconfined, with the package's own tsc. */
 async function freshTsc(
   root: string,
   task: Task | undefined,
   signal?: AbortSignal,
-): Promise<CommandRun | null> {
-  const argv = task?.judge.typecheck;
-  if (!argv) return null;
-  const rest = argv[0] === 'npx' ? argv.slice(1) : argv;
-  return runMeasured([join(root, 'node_modules', '.bin', rest[0]!), ...rest.slice(1)], root, 600_000, signal);
+): Promise<RepoResult['freshTsc']> {
+  const fromTask = task?.judge.typecheck;
+  const argv = fromTask
+    ? fromTask[0] === 'npx'
+      ? fromTask.slice(1)
+      : fromTask
+    : existsSync(join(root, 'tsconfig.json'))
+      ? ['tsc', '--noEmit', '-p', 'tsconfig.json']
+      : null;
+  const bin = argv ? binFor(root, argv[0]!) : null;
+  if (!argv || !bin) return null;
+  const run = await runMeasured([bin, ...argv.slice(1)], root, 600_000, signal);
+  return { ...run, from: fromTask ? 'task' : 'tsconfig.json' };
 }
 
 /** Measures one repository. */

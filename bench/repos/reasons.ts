@@ -12,7 +12,8 @@ export interface ReasonCount {
 
 const LISTED = /((?:are missing|not in the reference|ran in the reference but not here|failed)): .*$/s;
 const ABSOLUTE_PATH = /(^|[\s('"`=])\/[^\s)'"`,;]+/g;
-const FILE_NAME = /[\w@.~/-]*\.(?:[cm]?[jt]sx?|json)\b/g;
+/** A workspace file named with at least one folder (`src/x.ts`), not a bare `package.json` or `*.test-d.ts`. */
+const FILE_NAME = /[\w@.~-]*(?:\/[\w@.~-]+)+\.(?:[cm]?[jt]sx?|json)\b/g;
 const HEX = /\b[0-9a-f]{8,}\b/g;
 const NUMBER = /\d+(?:\.\d+)?/g;
 

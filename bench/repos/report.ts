@@ -23,7 +23,7 @@ const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 export function cpuMedians(r: RepoResult): {
   tests: number | null;
   typecheck: number | null;
-  total: number | null;
+  host: number | null;
   wall: number | null;
 } {
   const rows = r.calibration.rows;
@@ -31,7 +31,7 @@ export function cpuMedians(r: RepoResult): {
   return {
     tests: of(rows.map((x) => x.testsCpuMs)),
     typecheck: of(rows.map((x) => x.typecheckCpuMs)),
-    total: of(rows.map((x) => x.totalCpuMs)),
+    host: of(rows.map((x) => x.hostCpuMs)),
     wall: of(rows.map((x) => x.wallMs)),
   };
 }
@@ -53,16 +53,17 @@ export function miningTable(results: readonly RepoResult[]): string {
 /** Calibration table: kept share of the sample and what a candidate costs. */
 export function calibrationTable(results: readonly RepoResult[]): string {
   const head =
-    '| repository | calibrated (sample) | kept | tests CPU s / candidate | type-check CPU s / candidate | all CPU s / score | wall s / score | fresh tsc CPU s |\n' +
+    '| repository | calibrated (sample) | kept | tests CPU s / run | type-check CPU s / run | host CPU s / score | wall s / score | fresh tsc CPU s (wall s) |\n' +
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n';
   const rows = results.map((r) => {
     const cal = r.calibration;
     const m = cpuMedians(r);
-    const tsc = r.freshTsc
-      ? `${secs(r.freshTsc.cpuMs)}${r.freshTsc.exitCode === 0 ? '' : ` (exit ${r.freshTsc.exitCode})`}`
+    const f = r.freshTsc;
+    const tsc = f
+      ? `${secs(f.cpuMs)} (${secs(f.wallMs)})${f.timedOut ? ' timed out' : f.exitCode === 0 ? '' : ` exit ${f.exitCode}`}${f.from === 'task' ? '' : ' ¹'}`
       : dash;
     const kept = cal.sampled === 0 ? dash : pct(cal.kept, cal.sampled);
-    return `| ${cell(r.spec.name)} | ${cal.sampled} | ${kept} | ${secs(m.tests)} | ${secs(m.typecheck)} | ${secs(m.total)} | ${secs(m.wall)} | ${tsc} |`;
+    return `| ${cell(r.spec.name)} | ${cal.sampled} | ${kept} | ${secs(m.tests)} | ${secs(m.typecheck)} | ${secs(m.host)} | ${secs(m.wall)} | ${tsc} |`;
   });
   return head + rows.join('\n') + '\n';
 }

@@ -179,6 +179,9 @@ describe('reasons', () => {
     expect(normaliseReason('2 test(s) of the reference are missing: a.test.ts :: x; b.test.ts :: y')).toBe(
       'N test(s) of the reference are missing: …',
     );
+    expect(normaliseReason('separate package (own package.json), only *.test-d.ts')).toBe(
+      'separate package (own package.json), only *.test-d.ts',
+    );
     expect(normaliseReason('unparsable: syntax error at 2:10 in src/x.ts\nmore')).toBe(
       'unparsable: syntax error at N:N in <file>',
     );
