@@ -12,6 +12,7 @@ import type { Task } from '../../protocol/task.ts';
 import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
 import { type Coverage, coverageOf } from './coverage.ts';
 import { type CommandRun, runMeasured, withChildrenCpu } from './cpu.ts';
+import { type MinerGraphReach, minerGraphReach } from './miner-graph.ts';
 import { computeReach } from './reach.ts';
 import { groupReasons, type ReasonCount, sampleTasks } from './reasons.ts';
 
@@ -74,6 +75,8 @@ export interface RepoResult {
     skipped: ReasonCount[];
   };
   coverage: Coverage;
+  /** The miner's own graph with the bench's test files (any runner): what it reaches even when mining is refused. */
+  minerGraph: MinerGraphReach;
   calibration: {
     sampled: number;
     kept: number;
@@ -217,6 +220,7 @@ export async function measureRepo(spec: RepoSpec, options: MeasureOptions): Prom
   const reach = await computeReach(spec.root, signal);
   const reachMs = performance.now() - t0;
   log(`${spec.name}: ${reach.tests.length} tests reach ${reach.testsOf.size} sources (${reach.pairs} pairs)`);
+  const minerGraph = await minerGraphReach(spec.root, reach, signal);
 
   const cpu0 = process.cpuUsage();
   const m0 = performance.now();
@@ -269,6 +273,7 @@ export async function measureRepo(spec: RepoSpec, options: MeasureOptions): Prom
       skipped: groupReasons((mined?.summary.skipped ?? []).map((s) => [s.reason])),
     },
     coverage: coverageOf(reach, tasks),
+    minerGraph,
     calibration: {
       sampled: rows.length,
       kept: rows.filter((r) => r.kept).length,

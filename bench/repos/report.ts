@@ -39,13 +39,15 @@ export function cpuMedians(r: RepoResult): {
 /** Mining table: what the tests reach (the bench's own graph) against what the miner mined. */
 export function miningTable(results: readonly RepoResult[]): string {
   const head =
-    '| repository | runner · layout | code files | tests | reached sources | reaching tests | pairs | mined (file + tests) | file tasks on reached sources | tests tasks on reaching tests | pairs in a judge | mine wall / CPU s |\n' +
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n';
+    '| repository | runner · layout | code files | tests | reached sources | reaching tests | pairs | miner graph, any runner: sources / tests | mined (file + tests) | file tasks on reached sources | tests tasks on reaching tests | pairs in a judge | mine wall / CPU s |\n' +
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n';
   const rows = results.map((r) => {
     const c = r.coverage;
     const mined = r.mine.refused ? 'refused' : `${r.mine.tasks} (${r.mine.file} + ${r.mine.tests})`;
     const runner = [r.spec.runner ?? r.mine.runner ?? '?', r.spec.layout].filter(Boolean).join(' · ');
-    return `| ${cell(r.spec.name)} | ${cell(runner)} | ${r.reach.codeFiles} | ${r.reach.tests} | ${c.reachedSources} | ${c.reachingTests} | ${c.pairs} | ${mined} | ${pct(c.fileTasksOnReached, c.reachedSources)} | ${pct(c.testsTasksOnReaching, c.reachingTests)} | ${pct(c.pairsJudged, c.pairs)} | ${secs(r.mine.wallMs)} / ${secs(r.mine.cpuMs)} |`;
+    const g = r.minerGraph;
+    const graph = `${pct(g.agreedSources, c.reachedSources)} / ${pct(g.reachingTests, c.reachingTests)}`;
+    return `| ${cell(r.spec.name)} | ${cell(runner)} | ${r.reach.codeFiles} | ${r.reach.tests} | ${c.reachedSources} | ${c.reachingTests} | ${c.pairs} | ${graph} | ${mined} | ${pct(c.fileTasksOnReached, c.reachedSources)} | ${pct(c.testsTasksOnReaching, c.reachingTests)} | ${pct(c.pairsJudged, c.pairs)} | ${secs(r.mine.wallMs)} / ${secs(r.mine.cpuMs)} |`;
   });
   return head + rows.join('\n') + '\n';
 }

@@ -5,6 +5,7 @@ import { coverageOf, type MinedTask } from '../../bench/repos/coverage.ts';
 import { runMeasured } from '../../bench/repos/cpu.ts';
 import { readRepoList } from '../../bench/repos/list.ts';
 import type { RepoResult } from '../../bench/repos/measure.ts';
+import { minerGraphReach } from '../../bench/repos/miner-graph.ts';
 import { computeReach, isReexportOnly, roleOf, runtimeSpecifiers } from '../../bench/repos/reach.ts';
 import { groupReasons, normaliseReason, sampleTasks } from '../../bench/repos/reasons.ts';
 import { median, renderReport } from '../../bench/repos/report.ts';
@@ -126,6 +127,27 @@ describe('computeReach', () => {
     );
     const reach = await computeReach(root);
     expect([...reach.testsOf.keys()]).toEqual(['src/b.ts']);
+  });
+});
+
+describe('minerGraphReach', () => {
+  it("runs the miner's graph with the bench's test files, whatever the runner", async () => {
+    const root = await makeRepo(
+      {
+        'package.json': JSON.stringify({ name: 'lib', devDependencies: { jest: '30.0.0' } }),
+        'src/a.js': 'exports.a = () => 1;\n',
+        'src/b.js': 'exports.b = () => 2;\n',
+        // A jest test by folder, not by name: the miner's runners would call it a helper.
+        '__tests__/a.js': "const { a } = require('../src/a.js');\ntest('a', () => expect(a()).toBe(1));\n",
+      },
+      { git: true },
+    );
+    const reach = await computeReach(root);
+    expect(await minerGraphReach(root, reach)).toEqual({
+      reachedSources: 1,
+      agreedSources: 1,
+      reachingTests: 1,
+    });
   });
 });
 
@@ -281,12 +303,13 @@ describe('renderReport', () => {
         pairsJudged: 0,
         minedOutside: [],
       },
+      minerGraph: { reachedSources: 1, agreedSources: 1, reachingTests: 2 },
       calibration: { sampled: 0, kept: 0, dropped: [], droppedAll: [], rows: [] },
       freshTsc: null,
     };
     const md = renderReport([result]);
     expect(md).toContain(
-      '| lib | jest · single | 10 | 2 | 4 | 2 | 5 | refused | 0/4 (0 %) | 0/2 (0 %) | 0/5 (0 %) |',
+      '| lib | jest · single | 10 | 2 | 4 | 2 | 5 | 1/4 (25 %) / 2/2 (100 %) | refused | 0/4 (0 %) | 0/2 (0 %) | 0/5 (0 %) |',
     );
     expect(md).toContain('### lib (`abcdef123456`)');
     expect(md).toContain('Mine refused: test runner jest is not supported yet');
