@@ -60,7 +60,7 @@ export interface CalibrationRow {
 export interface RepoResult {
   spec: RepoSpec;
   commit: string | null;
-  reach: { codeFiles: number; tests: number; barrels: number; durationMs: number };
+  reach: { codeFiles: number; tests: number; withoutCode: number; durationMs: number };
   mine: {
     /** The miner's refusal (MineError message), or null when it mined. */
     refused: string | null;
@@ -258,7 +258,7 @@ export async function measureRepo(spec: RepoSpec, options: MeasureOptions): Prom
     reach: {
       codeFiles: reach.codeFiles,
       tests: reach.tests.length,
-      barrels: reach.barrels.length,
+      withoutCode: reach.withoutCode.length,
       durationMs: Math.round(reachMs),
     },
     mine: {

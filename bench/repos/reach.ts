@@ -4,6 +4,7 @@
  * with each file's nearest tsconfig), so that the bench can judge the miner's graph instead of
  * repeating it. A test reaches every workspace file it executes: the closure of its runtime imports
  * (static, `export … from`, `require()`, `import()`), through helpers, barrels and other sources.
+ * Files with no code of their own (barrels, type declarations) are passed through but never counted.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -63,10 +64,22 @@ export function runtimeSpecifiers(path: string, text: string): string[] {
   return out;
 }
 
-/** True for a file whose statements only import and re-export (a barrel), or that has none. */
-export function isReexportOnly(path: string, text: string): boolean {
+/**
+ * True for a file with no code of its own to run: it only imports and re-exports (a barrel), declares
+ * types (interfaces, type aliases, `declare`), or is empty. Such a file is not a source to write.
+ */
+export function hasNoRuntimeCode(path: string, text: string): boolean {
   const sf = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, false, scriptKind(path));
-  return sf.statements.every((s) => ts.isExportDeclaration(s) || ts.isImportDeclaration(s));
+  const declared = (s: ts.Statement) =>
+    ts.canHaveModifiers(s) && (ts.getModifiers(s) ?? []).some((m) => m.kind === ts.SyntaxKind.DeclareKeyword);
+  return sf.statements.every(
+    (s) =>
+      ts.isExportDeclaration(s) ||
+      ts.isImportDeclaration(s) ||
+      ts.isInterfaceDeclaration(s) ||
+      ts.isTypeAliasDeclaration(s) ||
+      declared(s),
+  );
 }
 
 function scriptKind(path: string): ts.ScriptKind {
@@ -144,11 +157,11 @@ export interface Reach {
   /** Code files considered (tracked or untracked-not-ignored, outside node_modules and fixtures). */
   codeFiles: number;
   tests: string[];
-  /** Non-test code files that only import and re-export (or are empty): not counted as sources. */
-  barrels: string[];
-  /** Source → the test files that reach it (barrels left out). */
+  /** Non-test code files without code of their own (barrels, type declarations, empty): not counted as sources. */
+  withoutCode: string[];
+  /** Source → the test files that reach it (files without code left out). */
   testsOf: Map<string, Set<string>>;
-  /** Test → the sources it reaches (barrels left out). */
+  /** Test → the sources it reaches (files without code left out). */
   sourcesOf: Map<string, Set<string>>;
   /** Number of (source, test) pairs where the test reaches the source. */
   pairs: number;
@@ -198,8 +211,8 @@ export async function computeReach(root: string, signal?: AbortSignal): Promise<
   };
 
   const tests = files.filter((f) => role.get(f) === 'test');
-  const barrels = files.filter((f) => role.get(f) === 'source' && isReexportOnly(f, texts.get(f)!));
-  const barrelSet = new Set(barrels);
+  const withoutCode = files.filter((f) => role.get(f) === 'source' && hasNoRuntimeCode(f, texts.get(f)!));
+  const skip = new Set(withoutCode);
   const testsOf = new Map<string, Set<string>>();
   const sourcesOf = new Map<string, Set<string>>();
   let pairs = 0;
@@ -213,10 +226,10 @@ export async function computeReach(root: string, signal?: AbortSignal): Promise<
           seen.add(next);
           queue.push(next);
         }
-    const reached = new Set([...seen].filter((f) => role.get(f) === 'source' && !barrelSet.has(f)));
+    const reached = new Set([...seen].filter((f) => role.get(f) === 'source' && !skip.has(f)));
     sourcesOf.set(test, reached);
     pairs += reached.size;
     for (const s of reached) getOrInsert(testsOf, s, () => new Set<string>()).add(test);
   }
-  return { codeFiles: files.length, tests, barrels, testsOf, sourcesOf, pairs };
+  return { codeFiles: files.length, tests, withoutCode, testsOf, sourcesOf, pairs };
 }

@@ -6,7 +6,7 @@ import { runMeasured } from '../../bench/repos/cpu.ts';
 import { readRepoList } from '../../bench/repos/list.ts';
 import type { RepoResult } from '../../bench/repos/measure.ts';
 import { minerGraphReach } from '../../bench/repos/miner-graph.ts';
-import { computeReach, isReexportOnly, roleOf, runtimeSpecifiers } from '../../bench/repos/reach.ts';
+import { computeReach, hasNoRuntimeCode, roleOf, runtimeSpecifiers } from '../../bench/repos/reach.ts';
 import { groupReasons, normaliseReason, sampleTasks } from '../../bench/repos/reasons.ts';
 import { median, renderReport } from '../../bench/repos/report.ts';
 import { ParseError } from '../../protocol/parse.ts';
@@ -56,13 +56,23 @@ describe('runtimeSpecifiers', () => {
   });
 });
 
-describe('isReexportOnly', () => {
-  it('is true for a barrel or an empty file and false as soon as the file declares something', () => {
-    expect(isReexportOnly('i.ts', "export * from './a.ts';\nexport { b } from './b.ts';")).toBe(true);
-    expect(isReexportOnly('i.ts', '')).toBe(true);
-    expect(isReexportOnly('i.ts', "import { useMode } from './m.ts';\nexport const hsl = useMode(1);")).toBe(
-      false,
+describe('hasNoRuntimeCode', () => {
+  it('is true for a barrel, type declarations or an empty file, false as soon as something runs', () => {
+    expect(hasNoRuntimeCode('i.ts', "export * from './a.ts';\nexport { b } from './b.ts';")).toBe(true);
+    expect(hasNoRuntimeCode('i.ts', '')).toBe(true);
+    expect(
+      hasNoRuntimeCode(
+        't.ts',
+        "import type { A } from './a.ts';\nexport interface B { a: A }\nexport type C = B[];",
+      ),
+    ).toBe(true);
+    expect(hasNoRuntimeCode('d.ts', 'declare const x: number;\nexport declare function f(): void;')).toBe(
+      true,
     );
+    expect(hasNoRuntimeCode('e.ts', 'export enum E { A }')).toBe(false);
+    expect(
+      hasNoRuntimeCode('i.ts', "import { useMode } from './m.ts';\nexport const hsl = useMode(1);"),
+    ).toBe(false);
   });
 });
 
@@ -86,7 +96,7 @@ describe('computeReach', () => {
     );
     const reach = await computeReach(root);
     expect(reach.tests).toEqual(['tests/a.test.ts', 'tests/b.test.ts']);
-    expect(reach.barrels).toEqual(['src/mod.ts', 'src/more/index.ts']);
+    expect(reach.withoutCode).toEqual(['src/mod.ts', 'src/more/index.ts']);
     expect([...reach.sourcesOf.get('tests/a.test.ts')!].sort()).toEqual([
       'src/a.ts',
       'src/inner.ts',
@@ -156,7 +166,7 @@ describe('coverageOf', () => {
     const reach = {
       codeFiles: 5,
       tests: ['t1.test.ts', 't2.test.ts', 't3.test.ts'],
-      barrels: [],
+      withoutCode: [],
       testsOf: new Map([
         ['a.ts', new Set(['t1.test.ts', 't2.test.ts'])],
         ['b.ts', new Set(['t2.test.ts'])],
@@ -282,7 +292,7 @@ describe('renderReport', () => {
     const result: RepoResult = {
       spec: { name: 'lib', root: '/r/lib', runner: 'jest', layout: 'single' },
       commit: 'abcdef1234567890',
-      reach: { codeFiles: 10, tests: 2, barrels: 0, durationMs: 5 },
+      reach: { codeFiles: 10, tests: 2, withoutCode: 0, durationMs: 5 },
       mine: {
         refused: 'test runner jest is not supported yet',
         runner: null,
