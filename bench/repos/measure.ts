@@ -212,46 +212,81 @@ async function freshTsc(
   return { ...run, from: fromTask ? 'task' : 'tsconfig.json' };
 }
 
-/** Measures one repository. */
-export async function measureRepo(spec: RepoSpec, options: MeasureOptions): Promise<RepoResult> {
-  const { log, signal } = options;
-  const commit = await headCommit(spec.root);
-  const t0 = performance.now();
-  const reach = await computeReach(spec.root, signal);
-  const reachMs = performance.now() - t0;
-  log(`${spec.name}: ${reach.tests.length} tests reach ${reach.testsOf.size} sources (${reach.pairs} pairs)`);
-  const minerGraph = await minerGraphReach(spec.root, reach, signal);
-
+/** Mines the package, timed; a MineError (a refusal) is a result, not a failure. */
+async function mineTimed(
+  root: string,
+  signal?: AbortSignal,
+): Promise<{ tasks: Task[]; mine: RepoResult['mine'] }> {
   const cpu0 = process.cpuUsage();
-  const m0 = performance.now();
+  const t0 = performance.now();
   let mined: Awaited<ReturnType<typeof mine>> | null = null;
   let refused: string | null = null;
   try {
-    mined = await mine({ root: spec.root, ...(signal ? { signal } : {}) });
+    mined = await mine({ root, ...(signal ? { signal } : {}) });
   } catch (err) {
     if (!(err instanceof MineError)) throw err;
     refused = err.message;
   }
   const cpu = process.cpuUsage(cpu0);
-  const mineWall = performance.now() - m0;
-  const tasks = mined?.tasks ?? [];
-  log(`${spec.name}: ${refused ? `mine refused: ${refused}` : `${tasks.length} tasks mined`}`);
+  const summary = mined?.summary;
+  return {
+    tasks: mined?.tasks ?? [],
+    mine: {
+      refused,
+      runner: summary?.runner ?? null,
+      tasks: summary?.tasks ?? 0,
+      file: summary?.byKind.file ?? 0,
+      tests: summary?.byKind.tests ?? 0,
+      withoutTypecheck: summary?.withoutTypecheck ?? 0,
+      wallMs: Math.round(performance.now() - t0),
+      cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+      skipped: groupReasons((summary?.skipped ?? []).map((s) => [s.reason])),
+    },
+  };
+}
 
-  const sample = sampleTasks(tasks, options.sample);
+/** Calibrates `sample` one task at a time and groups the drops. */
+async function calibrateSample(
+  name: string,
+  root: string,
+  sample: readonly Task[],
+  options: MeasureOptions,
+): Promise<RepoResult['calibration']> {
   const rows: CalibrationRow[] = [];
-  if (sample.length > 0) {
-    const scorer = await options.scorer();
-    for (const task of sample) {
-      signal?.throwIfAborted();
-      const row = await calibrateOne(scorer, task, spec.root, signal);
-      rows.push(row);
-      log(
-        `${spec.name}: [${rows.length}/${sample.length}] ${task.kind}:${task.target} ${row.kept ? 'kept' : `dropped (${row.reasons[0] ?? ''})`}`,
-      );
-    }
+  // The scorer (and its self-test) only for a repository that has something to calibrate.
+  const scorer = sample.length > 0 ? await options.scorer() : null;
+  for (const task of sample) {
+    if (!scorer) break;
+    options.signal?.throwIfAborted();
+    const row = await calibrateOne(scorer, task, root, options.signal);
+    rows.push(row);
+    const outcome = row.kept ? 'kept' : `dropped (${row.reasons[0] ?? ''})`;
+    options.log(`${name}: [${rows.length}/${sample.length}] ${task.kind}:${task.target} ${outcome}`);
   }
+  const dropped = rows.filter((r) => !r.kept);
+  return {
+    sampled: rows.length,
+    kept: rows.length - dropped.length,
+    dropped: groupReasons(dropped.map((r) => r.reasons.slice(0, 1))),
+    droppedAll: groupReasons(dropped.map((r) => r.reasons)),
+    rows,
+  };
+}
+
+/** Measures one repository: the bench's reach, the miner's graph, `mine`, a calibration, a fresh tsc. */
+export async function measureRepo(spec: RepoSpec, options: MeasureOptions): Promise<RepoResult> {
+  const { log, signal } = options;
+  const commit = await headCommit(spec.root);
+  const t0 = performance.now();
+  const reach = await computeReach(spec.root, signal);
+  const reachMs = Math.round(performance.now() - t0);
+  log(`${spec.name}: ${reach.tests.length} tests reach ${reach.testsOf.size} sources (${reach.pairs} pairs)`);
+  const minerGraph = await minerGraphReach(spec.root, reach, signal);
+  const { tasks, mine: mined } = await mineTimed(spec.root, signal);
+  log(`${spec.name}: ${mined.refused ? `mine refused: ${mined.refused}` : `${tasks.length} tasks mined`}`);
+  const sample = sampleTasks(tasks, options.sample);
+  const calibration = await calibrateSample(spec.name, spec.root, sample, options);
   const withTypecheck = sample.find((t) => t.judge.typecheck !== null);
-  const fresh = options.tscBaseline ? await freshTsc(spec.root, withTypecheck, signal) : null;
   return {
     spec,
     commit,
@@ -259,28 +294,12 @@ export async function measureRepo(spec: RepoSpec, options: MeasureOptions): Prom
       codeFiles: reach.codeFiles,
       tests: reach.tests.length,
       withoutCode: reach.withoutCode.length,
-      durationMs: Math.round(reachMs),
+      durationMs: reachMs,
     },
-    mine: {
-      refused,
-      runner: mined?.summary.runner ?? null,
-      tasks: tasks.length,
-      file: mined?.summary.byKind.file ?? 0,
-      tests: mined?.summary.byKind.tests ?? 0,
-      withoutTypecheck: mined?.summary.withoutTypecheck ?? 0,
-      wallMs: Math.round(mineWall),
-      cpuMs: Math.round((cpu.user + cpu.system) / 1000),
-      skipped: groupReasons((mined?.summary.skipped ?? []).map((s) => [s.reason])),
-    },
+    mine: mined,
     coverage: coverageOf(reach, tasks),
     minerGraph,
-    calibration: {
-      sampled: rows.length,
-      kept: rows.filter((r) => r.kept).length,
-      dropped: groupReasons(rows.filter((r) => !r.kept).map((r) => r.reasons.slice(0, 1))),
-      droppedAll: groupReasons(rows.filter((r) => !r.kept).map((r) => r.reasons)),
-      rows,
-    },
-    freshTsc: fresh,
+    calibration,
+    freshTsc: options.tscBaseline ? await freshTsc(spec.root, withTypecheck, signal) : null,
   };
 }
