@@ -66,6 +66,11 @@ export interface BwrapPlan {
   cwd: string;
   env: Record<string, string>;
   limits: Limits;
+  /**
+   * A cgroup bounds the run's processes exactly: RLIMIT_NPROC then sits above it as a second wall, so the
+   * cgroup's refusal is the one that fires (a fork the rlimit refuses leaves no trace to report).
+   */
+  cgroupProcesses?: boolean;
   /** Folders of the box bound at /tmp and /dev/shm (see scratchFolders). */
   scratch: ScratchFolders;
   argv: string[];
@@ -123,7 +128,7 @@ export function bwrapArgv(plan: BwrapPlan): string[] {
     plan.prlimit,
     `--cpu=${rlimitCpuSeconds(l)}`,
     `--data=${l.memoryBytes}`,
-    `--nproc=${l.processes}`,
+    `--nproc=${plan.cgroupProcesses ? 2 * l.processes : l.processes}`,
     `--fsize=${l.fileSizeBytes}`,
     '--core=0',
     '--',
@@ -255,6 +260,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
           cwd: spec.cwd,
           env: spec.env,
           limits: spec.limits,
+          cgroupProcesses: cgroups.kind !== 'none',
           scratch,
           argv: spec.argv,
         });

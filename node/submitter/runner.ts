@@ -145,6 +145,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
             campaign.result(lease.taskId, lease.model, lease.peerId, r, Date.now());
           }
           reputation.success(lease.peerId, Date.now());
+          book.extend(lease.jobId, Date.now() + deadlineMs);
           throughput.record(lease.peerId, lease.model, {
             promptTokens: r.usage.prompt,
             cachedTokens: r.usage.cached ?? 0,

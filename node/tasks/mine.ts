@@ -5,6 +5,7 @@ import { fingerprint, sha256Hex } from '../../protocol/canonical.ts';
 import { parseWith } from '../../protocol/parse.ts';
 import { type JudgeSpec, Task } from '../../protocol/task.ts';
 import { VTNODE_VERSION } from '../../protocol/version.ts';
+import { enumerateMutants } from '../../sandbox/mutation/mutants.ts';
 import { describeReadiness } from '../../sandbox/workspace-ready.ts';
 import { logger } from '../logger.ts';
 import { workspaceIdentity } from '../workspace/content-id.ts';
@@ -419,12 +420,21 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     }
   }
 
+  const mutable = new Map<string, boolean>();
+  /** Whether a source has code a mutant can change (a barrel of wrapper calls has none to kill). */
+  const hasMutants = (s: string): boolean => {
+    let m = mutable.get(s);
+    if (m === undefined) mutable.set(s, (m = enumerateMutants(parsed.get(s)!.text, s).length > 0));
+    return m;
+  };
   /**
    * The sources a test file is about, whose mutants judge a `tests` candidate: the source it is named for
    * and the sources beside it, else those of its own module; never shared helpers it only uses to build
    * inputs (mutating those measures the helper, not the test). At most three.
    */
-  const underTest = (test: string, direct: readonly string[], paired: string | null): string[] => {
+  const underTest = (test: string, subjects: readonly string[], pairedTo: string | null): string[] => {
+    const direct = subjects.filter(hasMutants);
+    const paired = pairedTo && hasMutants(pairedTo) ? pairedTo : null;
     const own = direct.filter((s) => !shared.has(s));
     const beside = own.filter((s) => posix.dirname(s) === posix.dirname(test));
     const sameModule = own.filter((s) => moduleOfFile.get(s) === moduleOfFile.get(test));
@@ -506,6 +516,10 @@ export async function mine(options: MineOptions): Promise<MineResult> {
       const spec = judge(target, [target], []);
       spec.typecheck = typecheck(target, subjects);
       spec.mutate = underTest(target, shown, paired);
+      if (spec.mutate.length === 0) {
+        skipped.push({ path: target, reason: 'the sources it exercises have no code a mutant could change' });
+        continue;
+      }
       makeTask('tests', target, module, messages, spec, []);
     }
   }

@@ -30,12 +30,14 @@ export function moduleOf(project: ProjectInfo, path: string): string {
 
 /**
  * The source a test file pairs with by layout, among the sources it exercises: `X.test.ts` beside
- * `X.ts`, or `tests/a/X.test.ts` mirroring `src/a/X.ts`. Null when no exercised source shares its name
+ * `X.ts`, or `tests/a/X.test.ts` mirroring `src/a/X.ts`, else a source in a folder named `X`. Null when no exercised source shares its name
  * (a folder-level test, or a test named for a feature).
  */
 export function pairedSource(test: string, exercised: readonly string[]): string | null {
   const name = stem(test);
-  const same = exercised.filter((s) => stem(s) === name);
+  const byFile = exercised.filter((s) => stem(s) === name);
+  // Else the folder named like the test (`parser.test.ts` <-> `src/parser/index.ts`).
+  const same = byFile.length > 0 ? byFile : exercised.filter((s) => posix.basename(posix.dirname(s)) === name);
   if (same.length === 0) return null;
   const dir = posix.dirname(test);
   const beside = same.find((s) => posix.dirname(s) === dir);

@@ -71,6 +71,7 @@ const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
 const ownKeys = Reflect.ownKeys;
 const getPrototypeOf = Object.getPrototypeOf;
+const freeze = Object.freeze;
 
 /** Pristine references the harness uses after the candidate loaded. */
 const pristine = Object.freeze({
@@ -96,7 +97,7 @@ function isObject(v) {
 /** Replaces a data property of a prototype with an override-safe accessor. */
 function accessorFor(owner, key, d, label) {
   const value = d.value;
-  defineProperty(owner, key, {
+  const accessor = {
     get() {
       return value;
     },
@@ -104,9 +105,12 @@ function accessorFor(owner, key, d, label) {
       if (this === owner) throw new TypeError(`vtnode: ${label}.${String(key)} is frozen for the judged run`);
       defineProperty(this, key, { value: next, writable: true, enumerable: true, configurable: true });
     },
-    enumerable: d.enumerable,
-    configurable: false,
-  });
+  };
+  // Frozen, so a later walk (another realm sharing this object: jest's contexts share the main realm's
+  // ArrayBuffer and typed arrays) finds nothing to tame in them; tamed again, each walk would double them.
+  freeze(accessor.get);
+  freeze(accessor.set);
+  defineProperty(owner, key, { ...accessor, enumerable: d.enumerable, configurable: false });
 }
 
 function freezeProperty(owner, key, d, label, isPrototype, keepWritable) {

@@ -16,6 +16,7 @@ interface FixtureSpec {
   todoStatus: CaseStatus;
   hookGuardedStatus: CaseStatus;
   loadFailureAbortsRun: boolean;
+  testsTasks: boolean;
 }
 
 const FIXTURES: FixtureSpec[] = [
@@ -26,6 +27,7 @@ const FIXTURES: FixtureSpec[] = [
     todoStatus: 'todo',
     hookGuardedStatus: 'skipped',
     loadFailureAbortsRun: false,
+    testsTasks: true,
   },
   {
     name: 'node-test',
@@ -34,6 +36,7 @@ const FIXTURES: FixtureSpec[] = [
     todoStatus: 'todo',
     hookGuardedStatus: 'failed',
     loadFailureAbortsRun: false,
+    testsTasks: true,
   },
   {
     name: 'jest-ts',
@@ -42,6 +45,7 @@ const FIXTURES: FixtureSpec[] = [
     todoStatus: 'todo',
     hookGuardedStatus: 'failed',
     loadFailureAbortsRun: false,
+    testsTasks: true,
   },
   {
     name: 'mocha-tsx',
@@ -50,6 +54,7 @@ const FIXTURES: FixtureSpec[] = [
     todoStatus: 'skipped',
     hookGuardedStatus: 'failed',
     loadFailureAbortsRun: true,
+    testsTasks: false,
   },
   {
     name: 'mocha-cjs',
@@ -58,6 +63,7 @@ const FIXTURES: FixtureSpec[] = [
     todoStatus: 'skipped',
     hookGuardedStatus: 'failed',
     loadFailureAbortsRun: true,
+    testsTasks: false,
   },
 ];
 
@@ -88,6 +94,7 @@ for (const spec of FIXTURES) {
         todoStatus: spec.todoStatus,
         hookGuardedStatus: spec.hookGuardedStatus,
         loadFailureAbortsRun: spec.loadFailureAbortsRun,
+        testsTasks: spec.testsTasks,
       };
     },
     async teardown() {},
