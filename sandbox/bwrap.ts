@@ -7,12 +7,15 @@ import {
   type RunResult,
   type RunSpec,
   type SelfTestResult,
+  type SpawnedProcess,
+  type SpawnSpec,
 } from './confinement.ts';
 import { runGroup } from './group-run.ts';
-import type { Limits } from './limits.ts';
+import { asRunLimits, type Limits, type ProcessLimits } from './limits.ts';
 import { sandboxLog } from './log.ts';
-import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace } from './procfs.ts';
+import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace, readProc } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
+import { spawnGroup } from './spawn-group.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
 
 const log = sandboxLog('vtnode:sandbox:bwrap');
@@ -119,6 +122,31 @@ export function bwrapArgv(plan: BwrapPlan): string[] {
     ...plan.argv,
   );
   return a;
+}
+
+/**
+ * A box path bwrapSpawnArgv hands to bwrapArgv and then removes with its writable bind: a spawned
+ * service gets no writable path but the private /tmp. Deriving from bwrapArgv (rather than a second
+ * copy of it) keeps every namespace, mount and limit change made there in spawned services too.
+ */
+const NO_BOX = '/nonexistent/vtnode-no-box';
+const WRITABLE_BINDS = new Set(['--bind', '--bind-try', '--dev-bind', '--dev-bind-try']);
+
+/** What bwrapSpawnArgv needs: a BwrapPlan without a box, with the limits of a long-lived process. */
+export type BwrapSpawnPlan = Omit<BwrapPlan, 'box' | 'limits'> & { limits: ProcessLimits };
+
+/**
+ * The bwrap command line for a long-lived confined process: bwrapArgv's, with no writable bind at all.
+ * Throws if bwrapArgv's output no longer has the one box bind this removes (so a change there is seen).
+ */
+export function bwrapSpawnArgv(plan: BwrapSpawnPlan): string[] {
+  const argv = bwrapArgv({ ...plan, box: NO_BOX, limits: asRunLimits(plan.limits) });
+  const at = argv.findIndex((x, i) => x === '--bind' && argv[i + 1] === NO_BOX && argv[i + 2] === NO_BOX);
+  const out = at < 0 ? argv : [...argv.slice(0, at), ...argv.slice(at + 3)];
+  const end = out.indexOf('--');
+  if (at < 0 || out.includes(NO_BOX) || out.slice(0, end).some((x) => WRITABLE_BINDS.has(x)))
+    throw new Error('bwrapSpawnArgv: bwrapArgv no longer binds the box exactly once: update bwrapSpawnArgv');
+  return out;
 }
 
 async function which(name: string, dirs = ['/usr/bin', '/bin', '/usr/local/bin']): Promise<string | null> {
@@ -252,7 +280,71 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         if (uid !== undefined) await pool?.release(uid);
       }
     },
+    spawn: (spec: SpawnSpec) => spawnBwrap({ bwrap, prlimit, features, system, tmpBytes, pool }, spec),
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),
   };
   return confinement;
+}
+
+/** What a spawn needs from its backend. */
+interface BwrapBackend {
+  bwrap: string;
+  prlimit: string;
+  features: BwrapFeatures;
+  system: SystemPath[];
+  tmpBytes: number;
+  pool: UidPool | null;
+}
+
+/**
+ * Starts a long-lived process under bwrap: its own uid for its whole life (as root), read-only binds,
+ * a private /tmp and nothing writable; its processes are told apart by pid namespace (and uid).
+ */
+async function spawnBwrap(backend: BwrapBackend, spec: SpawnSpec): Promise<SpawnedProcess> {
+  const argv = bwrapSpawnArgv({
+    bwrap: backend.bwrap,
+    prlimit: backend.prlimit,
+    features: backend.features,
+    system: backend.system,
+    readOnly: dedupePaths(spec.readOnlyPaths),
+    cwd: spec.cwd,
+    env: spec.env,
+    limits: spec.limits,
+    tmpBytes: backend.tmpBytes,
+    argv: spec.argv,
+  });
+  const uid = await backend.pool?.acquire();
+  const release = async () => {
+    if (uid !== undefined) await backend.pool?.release(uid);
+  };
+  let childPid: number | null = null;
+  let namespace: string | null = null;
+  const members = async (child: ChildProcess): Promise<ProcInfo[] | null> => {
+    if (childPid !== null) namespace ??= await pidNamespace(childPid);
+    const ofUid = uid !== undefined ? (await listProcesses()).filter((p) => p.uid === uid) : null;
+    if (namespace === null) return ofUid;
+    if (!ofUid) return processesInNamespace(namespace);
+    const marks = await Promise.all(
+      ofUid.map((p) => (p.pid === child.pid ? namespace : pidNamespace(p.pid))),
+    );
+    return ofUid.filter((_, i) => marks[i] === namespace);
+  };
+  log(`spawn ${argv.join(' ')}`);
+  // spawnGroup returns the uid itself when the process cannot start, and once it has exited.
+  return spawnGroup({
+    argv,
+    env: { PATH: '/usr/bin:/bin' },
+    cwd: '/',
+    uid,
+    gid: uid,
+    signal: spec.signal,
+    infoFds: 1,
+    onInfo: (_fd, text) => {
+      const m = /"child-pid":\s*(\d+)/.exec(text);
+      if (m) childPid = Number(m[1]);
+    },
+    members,
+    readMember: readProc,
+    onExit: release,
+  });
 }

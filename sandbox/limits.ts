@@ -14,6 +14,14 @@ export interface Limits {
   fileSizeBytes: number;
 }
 
+/** The limits of a long-lived process: wall time and output are its caller's business. */
+export type ProcessLimits = Omit<Limits, 'wallMs' | 'outputBytes'>;
+
+/** Placeholder wall time and output for a long-lived process's limits (only the rlimits are applied). */
+export function asRunLimits(limits: ProcessLimits): Limits {
+  return { ...limits, wallMs: 0, outputBytes: 0 };
+}
+
 export const DEFAULT_LIMITS: Limits = {
   wallMs: 60_000,
   cpuSeconds: 120,

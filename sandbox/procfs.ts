@@ -37,7 +37,8 @@ export function parseStat(text: string): {
   };
 }
 
-async function readProc(pid: number): Promise<ProcInfo | null> {
+/** One process by pid, or null when it is gone or a zombie. */
+export async function readProc(pid: number): Promise<ProcInfo | null> {
   try {
     const [stat, status] = await Promise.all([
       readFile(`/proc/${pid}/stat`, 'utf8'),

@@ -9,11 +9,14 @@ import {
   type RunResult,
   type RunSpec,
   type SelfTestResult,
+  type SpawnedProcess,
+  type SpawnSpec,
 } from './confinement.ts';
 import { runGroup } from './group-run.ts';
-import type { Limits } from './limits.ts';
-import type { ProcInfo } from './procfs.ts';
+import { asRunLimits, type Limits, type ProcessLimits } from './limits.ts';
+import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
+import { spawnGroup } from './spawn-group.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
 
 const execFileAsync = promisify(execFile);
@@ -107,6 +110,52 @@ export function seatbeltArgv(plan: SeatbeltPlan): string[] {
   ];
 }
 
+/**
+ * The box path of a spawned (long-lived) process: a path that cannot exist, under the root-owned,
+ * read-only /private/var/empty, so the profile's box rules (write, exec) grant nothing. Deriving from
+ * seatbeltArgv keeps every rule of the run profile in spawned services too.
+ */
+export const SEATBELT_NO_BOX = '/private/var/empty/vtnode-no-box';
+
+/** What seatbeltSpawnArgv needs: a SeatbeltPlan without a box, with the limits of a long-lived process. */
+export type SeatbeltSpawnPlan = Omit<SeatbeltPlan, 'box' | 'limits'> & { limits: ProcessLimits };
+
+/** The sandbox-exec command line for a long-lived process: nothing writable but /dev/null and the like. */
+export function seatbeltSpawnArgv(plan: SeatbeltSpawnPlan): string[] {
+  return seatbeltArgv({ ...plan, box: SEATBELT_NO_BOX, limits: asRunLimits(plan.limits) });
+}
+
+/** `[[dd-]hh:]mm:ss[.cc]` (ps's cputime) as seconds. */
+function psSeconds(text: string): number {
+  const [days, rest] = text.includes('-') ? text.split('-') : ['0', text];
+  const parts = (rest ?? '').split(':').map(Number);
+  return Number(days) * 86400 + parts.reduce((acc, p) => acc * 60 + p, 0);
+}
+
+/**
+ * Parses `ps -A -o pid=,ppid=,pgid=,uid=,stat=,time=,rss=` (rss in KiB) into live processes with usage;
+ * zombies are left out.
+ */
+export function parsePs(text: string): ProcInfo[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f.length >= 7 && /^\d+$/.test(f[0]!) && !f[4]!.startsWith('Z'))
+    .map(([pid, ppid, pgid, uid, , time, rss]) => ({
+      pid: Number(pid),
+      ppid: Number(ppid),
+      pgid: Number(pgid),
+      uid: Number(uid),
+      cpuTicks: Math.round(psSeconds(time!) * CLOCK_TICKS),
+      rssPages: Math.round((Number(rss) * 1024) / PAGE_SIZE),
+    }));
+}
+
+async function psAll(): Promise<ProcInfo[]> {
+  const { stdout } = await execFileAsync('/bin/ps', ['-A', '-o', 'pid=,ppid=,pgid=,uid=,stat=,time=,rss=']);
+  return parsePs(stdout);
+}
+
 /** Live processes of a uid, from `ps` (macOS has no procfs). Usage fields are not sampled here. */
 async function processesOfUid(uid: number): Promise<ProcInfo[]> {
   const { stdout } = await execFileAsync('/bin/ps', ['-U', String(uid), '-o', 'pid=,stat=']);
@@ -171,6 +220,29 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
       } finally {
         if (uid !== undefined) await pool?.release(uid);
       }
+    },
+    async spawn(spec: SpawnSpec): Promise<SpawnedProcess> {
+      const argv = seatbeltSpawnArgv({
+        readOnly: spec.readOnlyPaths,
+        npmCache,
+        limits: spec.limits,
+        argv: spec.argv,
+      });
+      const uid = await pool?.acquire();
+      return spawnGroup({
+        argv,
+        env: spec.env,
+        cwd: spec.cwd,
+        uid,
+        gid: uid,
+        signal: spec.signal,
+        // With a dedicated uid every process of it is the service's; otherwise its process group.
+        members: async (child) =>
+          (await psAll()).filter((p) => (uid !== undefined ? p.uid === uid : p.pgid === child.pid)),
+        onExit: async () => {
+          if (uid !== undefined) await pool?.release(uid);
+        },
+      });
     },
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),
   };

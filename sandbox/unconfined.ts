@@ -1,8 +1,16 @@
 import { existsSync } from 'node:fs';
-import type { Confinement, RunResult, RunSpec, SelfTestResult } from './confinement.ts';
+import type {
+  Confinement,
+  RunResult,
+  RunSpec,
+  SelfTestResult,
+  SpawnedProcess,
+  SpawnSpec,
+} from './confinement.ts';
 import { runGroup } from './group-run.ts';
-import type { Limits } from './limits.ts';
-import { listProcesses } from './procfs.ts';
+import { asRunLimits, type Limits } from './limits.ts';
+import { listProcesses, readProc } from './procfs.ts';
+import { spawnGroup } from './spawn-group.ts';
 
 /** prlimit on Linux: unconfined runs get the same rlimits, so confined vs unconfined compares confinement only. */
 const PRLIMIT = process.platform === 'linux' && existsSync('/usr/bin/prlimit') ? '/usr/bin/prlimit' : null;
@@ -42,6 +50,21 @@ export function createUnconfined(): Confinement {
           ? {
               members: async (child) =>
                 child.pid === undefined ? [] : (await listProcesses()).filter((p) => p.pgid === child.pid),
+            }
+          : {}),
+      });
+    },
+    spawn(spec: SpawnSpec): Promise<SpawnedProcess> {
+      return spawnGroup({
+        argv: [...rlimitPrefix(asRunLimits(spec.limits)), ...spec.argv],
+        env: spec.env,
+        cwd: spec.cwd,
+        signal: spec.signal,
+        ...(process.platform === 'linux'
+          ? {
+              members: async (child) =>
+                child.pid === undefined ? [] : (await listProcesses()).filter((p) => p.pgid === child.pid),
+              readMember: readProc,
             }
           : {}),
       });

@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { cloneArgv } from '../../sandbox/box.ts';
-import { bwrapArgv, bwrapFeatures, dedupePaths } from '../../sandbox/bwrap.ts';
+import { bwrapArgv, bwrapFeatures, bwrapSpawnArgv, dedupePaths } from '../../sandbox/bwrap.ts';
 import { type EvaluationParts, evaluationFingerprint } from '../../sandbox/fingerprint.ts';
 import { DEFAULT_LIMITS } from '../../sandbox/limits.ts';
-import { seatbeltArgv, seatbeltProfile } from '../../sandbox/seatbelt.ts';
+import {
+  parsePs,
+  SEATBELT_NO_BOX,
+  seatbeltArgv,
+  seatbeltProfile,
+  seatbeltSpawnArgv,
+} from '../../sandbox/seatbelt.ts';
 
 const limits = { ...DEFAULT_LIMITS, wallMs: 30_000 };
 
@@ -55,6 +61,26 @@ describe('bwrap argv', () => {
     expect(() => bwrapFeatures('nonsense')).toThrow(/version/);
   });
 
+  it('spawns long-lived processes with the same argv minus every writable bind', () => {
+    const { box: _box, ...rest } = plan;
+    const { wallMs: _w, outputBytes: _o, ...processLimits } = plan.limits;
+    const a = bwrapSpawnArgv({ ...rest, limits: processLimits, argv: ['/opt/node/bin/node', 'service.mjs'] });
+    expect(a).toMatchSnapshot();
+    const options = a.slice(0, a.indexOf('--'));
+    for (const flag of ['--bind', '--bind-try', '--dev-bind', '--dev-bind-try'])
+      expect(options).not.toContain(flag);
+    expect(a.join(' ')).not.toContain('vtnode-no-box');
+    expect(options).toContain('--unshare-all');
+    expect(options.slice(options.indexOf('--tmpfs'), options.indexOf('--tmpfs') + 2)).toEqual([
+      '--tmpfs',
+      '/tmp',
+    ]);
+    // Everything but the box bind is bwrapArgv's own.
+    const run = bwrapArgv({ ...plan, argv: ['/opt/node/bin/node', 'service.mjs'] });
+    const at = run.indexOf('--bind');
+    expect([...run.slice(0, at), ...run.slice(at + 3)]).toEqual(a);
+  });
+
   it('dedupes nested read-only paths', () => {
     expect(dedupePaths(['/a/b', '/a', '/c', '/a/b/c', '/ab', '/c'])).toEqual(['/a', '/c', '/ab']);
   });
@@ -84,6 +110,37 @@ describe('Seatbelt profile', () => {
     expect(argv).toContain('BOX=/private/var/folders/x/box-1');
     expect(argv).toContain('READ_1=/Users/me/.nvm/versions/node/v22');
     expect(argv.at(-1)).toBe('a "quoted" $(path).js');
+  });
+});
+
+describe('Seatbelt spawn', () => {
+  it('gives a long-lived process a box that cannot exist, so nothing is writable', () => {
+    const { wallMs: _w, outputBytes: _o, ...processLimits } = limits;
+    const argv = seatbeltSpawnArgv({
+      readOnly: ['/Users/me/ws', '/Users/me/ws/node_modules'],
+      npmCache: '/Users/me/.npm',
+      limits: processLimits,
+      argv: ['/usr/local/bin/node', 'service.mjs', '--root', '/Users/me/ws'],
+    });
+    expect(argv).toMatchSnapshot();
+    expect(argv).toContain(`BOX=${SEATBELT_NO_BOX}`);
+    expect(SEATBELT_NO_BOX.startsWith('/private/var/empty/')).toBe(true);
+    expect(argv.at(-1)).toBe('/Users/me/ws');
+  });
+
+  it('reads usage from ps', () => {
+    const text = [
+      '  101     1   101   501 Ss     0:01.50   2048',
+      '  102   101   101   501 S+  1:02:03.25   1024',
+      '  103   101   101   501 Z      0:00.00      0',
+      '  104   101   104     0 R   2-00:00:01   4096',
+      'garbage',
+    ].join('\n');
+    expect(parsePs(text)).toEqual([
+      { pid: 101, ppid: 1, pgid: 101, uid: 501, cpuTicks: 150, rssPages: 512 },
+      { pid: 102, ppid: 101, pgid: 101, uid: 501, cpuTicks: 372325, rssPages: 256 },
+      { pid: 104, ppid: 101, pgid: 104, uid: 0, cpuTicks: 17280100, rssPages: 1024 },
+    ]);
   });
 });
 
