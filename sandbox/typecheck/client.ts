@@ -54,10 +54,17 @@ export interface TypecheckResult {
   cpuMs: number;
   /** Why there is no verdict (`timeout`, `error`), else null. */
   error: string | null;
+  /**
+   * Which bound a `timeout` hit: `cpu` (the check itself used the budget: load does not change that, so
+   * a caller may hold it against the candidate) or `wall` (the backstop: possibly a loaded machine).
+   */
+  limit: 'cpu' | 'wall' | null;
   /** The TypeScript version that checked (null when the service did not start). */
   typescript: string | null;
   /** Whether only the files the overlay can affect were checked, or all (null without a verdict). */
   scope: 'affected' | 'all' | null;
+  /** How many files were checked on the new program (the others kept the base's diagnostics). */
+  checkedFiles: number | null;
 }
 
 export interface CheckOptions {
@@ -101,7 +108,7 @@ interface Budget {
 
 type Outcome =
   | { kind: 'line'; line: ServiceLine }
-  | { kind: 'timeout'; cpuMs: number; why: string }
+  | { kind: 'timeout'; limit: 'cpu' | 'wall'; cpuMs: number; why: string }
   | { kind: 'exited'; exit: SpawnExit }
   | { kind: 'broken'; why: string };
 
@@ -117,8 +124,10 @@ function noVerdict(
     api: null,
     cpuMs: 0,
     error,
+    limit: null,
     typescript: null,
     scope: null,
+    checkedFiles: null,
     ...extra,
   };
 }
@@ -166,9 +175,14 @@ export function createTypecheckService(options: TypecheckServiceOptions): Typech
       if (stop.aborted) return null;
       const cpuMs = (await svc.proc.usage()).cpuMs - cpu0;
       if (cpuMs > budget.cpuMs)
-        return { kind: 'timeout', cpuMs, why: `used more than ${budget.cpuMs} ms of CPU` };
+        return { kind: 'timeout', limit: 'cpu', cpuMs, why: `used more than ${budget.cpuMs} ms of CPU` };
       if (performance.now() - started > budget.wallMs)
-        return { kind: 'timeout', cpuMs, why: `took more than ${budget.wallMs} ms of wall-clock time` };
+        return {
+          kind: 'timeout',
+          limit: 'wall',
+          cpuMs,
+          why: `took more than ${budget.wallMs} ms of wall-clock time`,
+        };
     }
     return null;
   }
@@ -221,6 +235,7 @@ export function createTypecheckService(options: TypecheckServiceOptions): Typech
       log.warn(`type-check ${phase} ${out.why}: killed, the service restarts at the next check`);
       return noVerdict('timeout', `the type-check ${phase} ${out.why}`, {
         cpuMs: out.cpuMs,
+        limit: out.limit,
         ...typescriptVersion,
       });
     }
@@ -288,7 +303,11 @@ export function createTypecheckService(options: TypecheckServiceOptions): Typech
     return svc;
   }
 
-  async function runCheck(overlay: Record<string, string>, target: string | undefined, signal?: AbortSignal) {
+  async function runCheck(
+    overlay: Record<string, string>,
+    target: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<TypecheckResult> {
     signal?.throwIfAborted();
     if (closed) return noVerdict('error', 'the type-check service is closed');
     const svc =
@@ -320,7 +339,7 @@ export function createTypecheckService(options: TypecheckServiceOptions): Typech
         cpuMs: line.cpuMs,
         typescript: typescriptVersion,
       });
-    const { status, diagnostics, diagnosticCount, api, cpuMs, scope } = line;
+    const { status, diagnostics, diagnosticCount, api, cpuMs, scope, checkedFiles } = line;
     return {
       status,
       diagnostics,
@@ -328,8 +347,10 @@ export function createTypecheckService(options: TypecheckServiceOptions): Typech
       api,
       cpuMs,
       error: null,
+      limit: null,
       typescript: typescriptVersion,
       scope,
+      checkedFiles,
     };
   }
 

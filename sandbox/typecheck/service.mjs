@@ -24,6 +24,8 @@ import { parseRequest } from './service/request.mjs';
 // Anything a library prints must not corrupt the protocol on stdout.
 console.log = console.error;
 console.info = console.error;
+// The client went away (it closed our stdout): nothing is left to answer.
+process.stdout.on('error', () => process.exit(0));
 
 /** @param {object} message */
 function send(message) {

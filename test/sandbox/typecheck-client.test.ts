@@ -98,6 +98,7 @@ describe('the type-check service client', () => {
     const r = await svc.check({ [TARGET]: heavy }, { target: TARGET });
     expect(r.status).toBe('timeout');
     expect(r.error).toMatch(/more than 150 ms of CPU/);
+    expect(r.limit).toBe('cpu');
     expect(r.cpuMs).toBeGreaterThan(150);
     expect((await spawned[0]!.exited).killed).toBe(true);
     expect((await svc.check({})).status).toBe('passed');
@@ -119,6 +120,7 @@ describe('the type-check service client', () => {
     const r = await svc.check({ [TARGET]: heavy });
     expect(r.status).toBe('timeout');
     expect(r.error).toMatch(/wall-clock/);
+    expect(r.limit).toBe('wall');
     await svc.close();
   }, 180_000);
 

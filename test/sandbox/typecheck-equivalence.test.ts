@@ -28,6 +28,8 @@ interface Candidate {
   elsewhere?: boolean;
   /** The service must have checked every file (the overlay can affect the global scope). */
   all?: boolean;
+  /** The service must have checked the target alone (its declaration shape is the reference's). */
+  alone?: boolean;
 }
 
 const WORKSPACES = {
@@ -50,6 +52,7 @@ const corpus: Candidate[] = [
         .replace(/\btarget\b/g, 'goal')
         .replace(/\n {2}/g, '\n    '),
     expect: 'passed',
+    alone: true,
   },
   {
     name: 'a type error in the target',
@@ -108,6 +111,36 @@ const corpus: Candidate[] = [
     expect: 'failed',
     codes: [2724],
     elsewhere: true,
+  },
+  {
+    name: 'an inferred return type that changes what importers see',
+    ws: 'ledger',
+    target: CURRENCY,
+    make: (o) =>
+      edit(
+        edit(
+          o,
+          'export function currency(code: string): Currency {',
+          'export function currency(code: string) {',
+        ),
+        'return { code, minorUnits };',
+        'return { code, units: minorUnits };',
+      ),
+    expect: 'failed',
+    elsewhere: true,
+  },
+  {
+    name: 'a body rewritten with the same declaration shape (only the target is checked)',
+    ws: 'ledger',
+    target: CURRENCY,
+    make: (o) =>
+      edit(
+        o,
+        'return Object.keys(TABLE).sort();',
+        'const codes = Object.keys(TABLE);\n  codes.sort();\n  return codes;',
+      ),
+    expect: 'passed',
+    alone: true,
   },
   {
     name: 'a global augmentation that breaks another file',
@@ -375,6 +408,7 @@ describe('the type-check service agrees with a fresh tsc', () => {
           truth.keys.some((k) => !k.startsWith(`${c.target}(`)),
           truth.output,
         ).toBe(true);
+      if (c.alone) expect(got.checkedFiles).toBe(1);
       if (c.all) expect(got.scope).toBe('all');
       else expect(got.scope).toBe('affected');
     },

@@ -1,10 +1,11 @@
 // Which files' diagnostics an overlay can change. A file's diagnostics depend only on the files it
 // reaches through imports (of any form: import/export, `import type`, `import("…")` types, require,
 // JSDoc imports in checked JS, triple-slash path and types references) and on the global scope. So an
-// overlay can change: the overlaid files, every file that transitively imports one of them, and files
-// that enter the program through a new import; and EVERYTHING when a changed file or an importer of one
-// contributes to the global scope (a script, `declare global`, `declare module "…"`) or the overlaid
-// files' triple-slash references change. Over-approximating is always safe: it only costs time.
+// overlay can change: the overlaid files, every file that transitively imports one whose declaration
+// shape changed (shape.mjs), and files that enter the program through a new import; and EVERYTHING when
+// a changed file or an importer of one contributes to the global scope (a script, `declare global`,
+// `declare module "…"`) or the overlaid files' triple-slash references change. Over-approximating is
+// always safe: it only costs time.
 
 /** @typedef {import('typescript')} TS */
 /** @typedef {import('typescript').Program} Program */
@@ -16,7 +17,7 @@
  * @param {SourceFile} sf
  */
 export function affectsGlobalScope(ts, sf) {
-  if (sf.scriptKind === ts.ScriptKind.JSON) return false;
+  if (sf.fileName.endsWith('.json')) return false;
   // commonJsModuleIndicator (internal, present since TS 2.x): a CommonJS JS file is a module too.
   const isModule = ts.isExternalModule(sf) || /** @type {any} */ (sf).commonJsModuleIndicator !== undefined;
   if (!isModule) return true;
@@ -153,9 +154,10 @@ export function dependencyIndex(ts, program) {
  * @param {Program} base
  * @param {Program} next the program with the overlay
  * @param {string[]} overlaid absolute file names of the overlaid files
+ * @param {(file: string) => boolean} shapeChanged whether an overlaid file's declaration shape changed
  * @returns {Affected}
  */
-export function affectedFiles(ts, index, base, next, overlaid) {
+export function affectedFiles(ts, index, base, next, overlaid, shapeChanged) {
   if (!index.importers) return { scope: 'all', reason: 'this TypeScript does not expose module resolutions' };
   for (const f of overlaid) {
     const before = base.getSourceFile(f);
@@ -173,7 +175,8 @@ export function affectedFiles(ts, index, base, next, overlaid) {
     if (affectsGlobalScope(ts, sf))
       return { scope: 'all', reason: `${sf.fileName} enters or leaves the program and declares globals` };
   const files = new Set(overlaid.filter((f) => baseNames.has(f)));
-  const queue = [...files];
+  // Importers see only the shape: an overlaid file that keeps it changes no importer's diagnostics.
+  const queue = [...files].filter(shapeChanged);
   for (let f = queue.pop(); f !== undefined; f = queue.pop())
     for (const importer of index.importers.get(f) ?? []) {
       if (files.has(importer)) continue;

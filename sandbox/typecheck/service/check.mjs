@@ -7,6 +7,7 @@ import { formatDiagnostics } from './diagnostics.mjs';
 import { exportedApi } from './exported-api.mjs';
 import { createOverlayHost } from './host.mjs';
 import { reportsDeclarationDiagnostics } from './project.mjs';
+import { declarationShape } from './shape.mjs';
 
 /** Most diagnostics returned per answer (the count is always exact). */
 const MAX_DIAGNOSTICS = 500;
@@ -52,7 +53,12 @@ function tscDiagnostics(project, next, fresh) {
   all.push(...perFile('syntactic', (sf) => next.getSyntacticDiagnostics(sf)));
   if (all.length === gate) {
     all.push(...next.getOptionsDiagnostics(), ...next.getGlobalDiagnostics());
-    if (all.length === gate) all.push(...perFile('semantic', (sf) => next.getSemanticDiagnostics(sf)));
+    if (all.length === gate) {
+      all.push(...perFile('semantic', (sf) => next.getSemanticDiagnostics(sf)));
+      // Global diagnostics found while checking belong to the file that triggered them; one triggered
+      // by a declaration-shape emit before its file's check would otherwise be in no file's list.
+      all.push(...next.getGlobalDiagnostics());
+    }
     if (reportsDeclarationDiagnostics(project.parsed.options) && all.length === gate)
       all.push(...perFile('declaration', (sf) => next.getDeclarationDiagnostics(sf)));
   }
@@ -69,7 +75,11 @@ export function checkOverlay(project, { overlay, target }) {
   const affected =
     next === project.program
       ? /** @type {const} */ ({ scope: 'affected', files: new Set() })
-      : affectedFiles(ts, project.index, project.program, next, [...overlay.keys()]);
+      : affectedFiles(ts, project.index, project.program, next, [...overlay.keys()], (f) => {
+          if (!project.shapes.has(f)) project.shapes.set(f, declarationShape(ts, project.program, f));
+          const before = project.shapes.get(f);
+          return before === null || before !== declarationShape(ts, next, f);
+        });
   const fresh =
     affected.scope === 'all'
       ? () => true
