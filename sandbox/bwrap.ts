@@ -13,7 +13,7 @@ import {
 import { runGroup } from './group-run.ts';
 import { asRunLimits, type Limits, type ProcessLimits } from './limits.ts';
 import { sandboxLog } from './log.ts';
-import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace, readProc } from './procfs.ts';
+import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace, processTree } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
 import { spawnGroup } from './spawn-group.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
@@ -344,7 +344,7 @@ async function spawnBwrap(backend: BwrapBackend, spec: SpawnSpec): Promise<Spawn
       if (m) childPid = Number(m[1]);
     },
     members,
-    readMember: readProc,
+    tree: processTree,
     onExit: release,
   });
 }

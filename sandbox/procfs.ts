@@ -76,3 +76,21 @@ export async function processesInNamespace(ns: string): Promise<ProcInfo[]> {
   const marks = await Promise.all(all.map((p) => pidNamespace(p.pid)));
   return all.filter((_, i) => marks[i] === ns);
 }
+
+/**
+ * A process and its descendants (children listed in /proc/<pid>/task/<tid>/children), read without
+ * scanning every process: cheap enough to poll. Orphans inside a pid namespace are re-parented to its
+ * init, itself a descendant of the namespace's creator, so they stay in the tree.
+ */
+export async function processTree(root: number): Promise<ProcInfo[]> {
+  const pids = [root];
+  for (let i = 0; i < pids.length && i < 4096; i++) {
+    const tasks = await readdir(`/proc/${pids[i]}/task`).catch(() => [] as string[]);
+    const children = await Promise.all(
+      tasks.map((t) => readFile(`/proc/${pids[i]}/task/${t}/children`, 'utf8').catch(() => '')),
+    );
+    for (const text of children) for (const c of text.split(' ')) if (/^\d+$/.test(c)) pids.push(Number(c));
+  }
+  const infos = await Promise.all([...new Set(pids)].map(readProc));
+  return infos.filter((p): p is ProcInfo => p !== null);
+}

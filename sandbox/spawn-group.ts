@@ -22,12 +22,13 @@ export interface SpawnGroupOptions {
   onInfo?: (fd: number, text: string) => void;
   /** Every process that belongs to it now (a full scan), or null where the platform cannot tell. */
   members?: (child: ChildProcess) => Promise<ProcInfo[] | null>;
-  /** Re-reads one known member (cheap), so usage polls between full scans touch only its processes. */
-  readMember?: (pid: number) => Promise<ProcInfo | null>;
+  /**
+   * The leader and its descendants now, read cheaply (Linux: processTree); used for usage polls instead
+   * of a full `members` scan.
+   */
+  tree?: (leaderPid: number) => Promise<ProcInfo[]>;
   /** How often usage is sampled for the peaks reported at exit, milliseconds. */
   sampleMs?: number;
-  /** Longest time a member list from a full scan is reused by usage polls, milliseconds. */
-  scanMs?: number;
   /** Runs once the process and its group are gone (returns a uid to its pool); errors are ignored. */
   onExit?: () => Promise<void>;
 }
@@ -90,32 +91,17 @@ function readInfoFds(child: ChildProcess, opts: SpawnGroupOptions): void {
   }
 }
 
-/** Tracks a process group's members and samples their usage without a full scan on every poll. */
+/** Samples the usage of a process group (its tree where readable, else its members) and keeps peaks. */
 function usageTracker(child: ChildProcess, opts: SpawnGroupOptions) {
-  let known: number[] | null = null;
-  // Full scans continue until two in a row find the same processes (a start-up spawns a few: bwrap,
-  // its init, the command); from then on polls read only those, with a full scan every scanMs.
-  let stable = false;
-  let scannedAt = 0;
   const peak = { cpuMs: 0, peakRssBytes: 0, peakProcesses: 0 };
-  async function current(): Promise<ProcInfo[]> {
-    const stale = performance.now() - scannedAt > (opts.scanMs ?? 2000);
-    if (known === null || !stable || stale || !opts.readMember) {
-      const all = opts.members ? await opts.members(child).catch(() => null) : null;
-      const pids = all?.map((p) => p.pid).sort((a, b) => a - b) ?? null;
-      stable = pids !== null && known !== null && pids.join() === known.join();
-      scannedAt = performance.now();
-      known = pids;
-      return all ?? [];
-    }
-    const read = opts.readMember;
-    const procs = (await Promise.all(known.map((pid) => read(pid)))).filter((p): p is ProcInfo => p !== null);
-    return procs;
-  }
+  const current = async (): Promise<ProcInfo[]> => {
+    if (opts.tree && child.pid !== undefined) return opts.tree(child.pid);
+    return (opts.members ? await opts.members(child).catch(() => null) : null) ?? [];
+  };
   return {
     peak,
     async usage(): Promise<{ cpuMs: number; rssBytes: number }> {
-      const procs = await current();
+      const procs = await current().catch(() => [] as ProcInfo[]);
       const cpuMs = (procs.reduce((n, p) => n + p.cpuTicks, 0) * 1000) / CLOCK_TICKS;
       const rssBytes = procs.reduce((n, p) => n + p.rssPages, 0) * PAGE_SIZE;
       peak.cpuMs = Math.max(peak.cpuMs, cpuMs);

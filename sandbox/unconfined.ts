@@ -9,7 +9,7 @@ import type {
 } from './confinement.ts';
 import { runGroup } from './group-run.ts';
 import { asRunLimits, type Limits } from './limits.ts';
-import { listProcesses, readProc } from './procfs.ts';
+import { listProcesses, processTree } from './procfs.ts';
 import { spawnGroup } from './spawn-group.ts';
 
 /** prlimit on Linux: unconfined runs get the same rlimits, so confined vs unconfined compares confinement only. */
@@ -64,7 +64,7 @@ export function createUnconfined(): Confinement {
           ? {
               members: async (child) =>
                 child.pid === undefined ? [] : (await listProcesses()).filter((p) => p.pgid === child.pid),
-              readMember: readProc,
+              tree: processTree,
             }
           : {}),
       });

@@ -1,11 +1,13 @@
 // Which files' diagnostics an overlay can change. A file's diagnostics depend only on the files it
 // reaches through imports (of any form: import/export, `import type`, `import("…")` types, require,
-// JSDoc imports in checked JS, triple-slash path and types references) and on the global scope. So an
-// overlay can change: the overlaid files, every file that transitively imports one whose declaration
-// shape changed (shape.mjs), and files that enter the program through a new import; and EVERYTHING when
-// a changed file or an importer of one contributes to the global scope (a script, `declare global`,
-// `declare module "…"`) or the overlaid files' triple-slash references change. Over-approximating is
-// always safe: it only costs time.
+// JSDoc imports in checked JS, triple-slash path and types references) and on the global scope; and of
+// an imported file, only on its declaration shape (shape.mjs). So an overlay can change: the overlaid
+// files; the importers of every file whose shape changed, where a file's shape changes when its .d.ts
+// text does or when its .d.ts refers to a file whose shape changed (a barrel); files that enter the
+// program through a new import; and EVERYTHING when a changed file or an importer of one contributes to
+// the global scope (a script, `declare global`, `declare module "…"`) or the overlaid files' triple-slash
+// references change. Whatever is unknown (no resolutions, a shape that cannot be emitted, a specifier
+// that does not resolve) counts as changed: over-approximating only costs time.
 
 /** @typedef {import('typescript')} TS */
 /** @typedef {import('typescript').Program} Program */
@@ -148,43 +150,89 @@ export function dependencyIndex(ts, program) {
  */
 
 /**
+ * What affectedFiles needs to know about declaration shapes (shape.mjs), base against overlay program.
+ * @typedef {object} Shapes
+ * @property {(file: string) => boolean} changed whether the file's .d.ts text changed (or is unknown)
+ * @property {(file: string) => Set<string> | null} references the files its .d.ts refers to (null: unknown)
+ */
+
+/**
  * The files whose diagnostics must be computed on the new program (the others keep the base program's).
+ * Importers see a file through its shape: the closure follows only files whose shape changed, or whose
+ * shape refers to one that did (a barrel re-exporting it, an inferred type naming one of its types).
  * @param {TS} ts
  * @param {DependencyIndex} index
  * @param {Program} base
  * @param {Program} next the program with the overlay
  * @param {string[]} overlaid absolute file names of the overlaid files
- * @param {(file: string) => boolean} shapeChanged whether an overlaid file's declaration shape changed
+ * @param {Shapes} shapes
  * @returns {Affected}
  */
-export function affectedFiles(ts, index, base, next, overlaid, shapeChanged) {
-  if (!index.importers) return { scope: 'all', reason: 'this TypeScript does not expose module resolutions' };
+export function affectedFiles(ts, index, base, next, overlaid, shapes) {
+  const importers = index.importers;
+  if (!importers) return { scope: 'all', reason: 'this TypeScript does not expose module resolutions' };
+  const global = globalChange(ts, base, next, overlaid);
+  if (global) return { scope: 'all', reason: global };
+  const baseNames = new Set(base.getSourceFiles().map((sf) => sf.fileName));
+  const added = next.getSourceFiles().filter((sf) => !baseNames.has(sf.fileName));
+  const files = new Set(overlaid.filter((f) => baseNames.has(f)));
+  /** Files whose shape, as their importers see it, changed. */
+  const changed = new Set();
+  /** @type {string[]} */
+  const queue = [];
+  const mark = (/** @type {string} */ f) => {
+    changed.add(f);
+    queue.push(f);
+  };
+  for (const f of files) if (shapes.changed(f)) mark(f);
+  /** Importers of changed files whose own .d.ts text did not change. */
+  const kept = new Set();
+  const refersToChanged = (/** @type {string} */ f) => {
+    const refs = shapes.references(f);
+    return refs === null || [...refs].some((r) => changed.has(r));
+  };
+  for (;;) {
+    for (let f = queue.pop(); f !== undefined; f = queue.pop())
+      for (const importer of importers.get(f) ?? []) {
+        if (index.global.has(importer))
+          return { scope: 'all', reason: `${importer} imports a changed file and declares globals` };
+        files.add(importer);
+        if (changed.has(importer) || kept.has(importer)) continue;
+        if (shapes.changed(importer)) mark(importer);
+        else kept.add(importer);
+      }
+    // Until nothing moves: a kept shape that refers to a changed file changes for its importers too.
+    const moved = [...kept].filter(refersToChanged);
+    if (moved.length === 0) break;
+    for (const f of moved) {
+      kept.delete(f);
+      mark(f);
+    }
+  }
+  for (const sf of added) files.add(sf.fileName);
+  return { scope: 'affected', files };
+}
+
+/**
+ * Why an overlay can change the global scope (then every file is checked), or null.
+ * @param {TS} ts
+ * @param {Program} base
+ * @param {Program} next
+ * @param {string[]} overlaid
+ */
+function globalChange(ts, base, next, overlaid) {
   for (const f of overlaid) {
     const before = base.getSourceFile(f);
     const after = next.getSourceFile(f);
     if ((before && affectsGlobalScope(ts, before)) || (after && affectsGlobalScope(ts, after)))
-      return { scope: 'all', reason: `${f} is a script or declares globals or module augmentations` };
-    if (tripleSlash(before) !== tripleSlash(after))
-      return { scope: 'all', reason: `${f} changes its triple-slash references` };
+      return `${f} is a script or declares globals or module augmentations`;
+    if (tripleSlash(before) !== tripleSlash(after)) return `${f} changes its triple-slash references`;
   }
   const baseNames = new Set(base.getSourceFiles().map((sf) => sf.fileName));
   const nextNames = new Set(next.getSourceFiles().map((sf) => sf.fileName));
   const added = next.getSourceFiles().filter((sf) => !baseNames.has(sf.fileName));
   const removed = base.getSourceFiles().filter((sf) => !nextNames.has(sf.fileName));
   for (const sf of [...added, ...removed])
-    if (affectsGlobalScope(ts, sf))
-      return { scope: 'all', reason: `${sf.fileName} enters or leaves the program and declares globals` };
-  const files = new Set(overlaid.filter((f) => baseNames.has(f)));
-  // Importers see only the shape: an overlaid file that keeps it changes no importer's diagnostics.
-  const queue = [...files].filter(shapeChanged);
-  for (let f = queue.pop(); f !== undefined; f = queue.pop())
-    for (const importer of index.importers.get(f) ?? []) {
-      if (files.has(importer)) continue;
-      if (index.global.has(importer))
-        return { scope: 'all', reason: `${importer} imports a changed file and declares globals` };
-      files.add(importer);
-      queue.push(importer);
-    }
-  for (const sf of added) files.add(sf.fileName);
-  return { scope: 'affected', files };
+    if (affectsGlobalScope(ts, sf)) return `${sf.fileName} enters or leaves the program and declares globals`;
+  return null;
 }

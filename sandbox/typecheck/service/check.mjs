@@ -7,7 +7,7 @@ import { formatDiagnostics } from './diagnostics.mjs';
 import { exportedApi } from './exported-api.mjs';
 import { createOverlayHost } from './host.mjs';
 import { reportsDeclarationDiagnostics } from './project.mjs';
-import { declarationShape } from './shape.mjs';
+import { declarationShape, shapeReferences } from './shape.mjs';
 
 /** Most diagnostics returned per answer (the count is always exact). */
 const MAX_DIAGNOSTICS = 500;
@@ -29,6 +29,36 @@ function overlayProgram(project, overlay) {
     oldProgram: project.program,
     configFileParsingDiagnostics: project.configDiagnostics,
   });
+}
+
+/**
+ * Declaration shapes of the base (cached for the service's life) against the overlay program's.
+ * @param {import('./project.mjs').Project} project
+ * @param {import('typescript').Program} next
+ * @returns {import('./affected.mjs').Shapes}
+ */
+function shapes(project, next) {
+  const { ts } = project;
+  /** @type {Map<string, import('./shape.mjs').Shape | null>} */
+  const nextShapes = new Map();
+  const before = (/** @type {string} */ f) => {
+    if (!project.shapes.has(f)) project.shapes.set(f, declarationShape(ts, project.program, f));
+    return project.shapes.get(f) ?? null;
+  };
+  const after = (/** @type {string} */ f) => {
+    if (!nextShapes.has(f)) nextShapes.set(f, declarationShape(ts, next, f));
+    return nextShapes.get(f) ?? null;
+  };
+  return {
+    changed: (f) => {
+      const [a, b] = [before(f), after(f)];
+      return a === null || b === null || a.text !== b.text;
+    },
+    references: (f) => {
+      const b = after(f);
+      return b === null ? null : shapeReferences(ts, next, project.host, f, b);
+    },
+  };
 }
 
 /**
@@ -75,11 +105,7 @@ export function checkOverlay(project, { overlay, target }) {
   const affected =
     next === project.program
       ? /** @type {const} */ ({ scope: 'affected', files: new Set() })
-      : affectedFiles(ts, project.index, project.program, next, [...overlay.keys()], (f) => {
-          if (!project.shapes.has(f)) project.shapes.set(f, declarationShape(ts, project.program, f));
-          const before = project.shapes.get(f);
-          return before === null || before !== declarationShape(ts, next, f);
-        });
+      : affectedFiles(ts, project.index, project.program, next, [...overlay.keys()], shapes(project, next));
   const fresh =
     affected.scope === 'all'
       ? () => true

@@ -24,7 +24,7 @@ import { createCachingHost } from './host.mjs';
  * @property {import('typescript').Program} program the base program (every request's oldProgram)
  * @property {Map<string, FileDiagnostics>} baseline per file name
  * @property {import('./affected.mjs').DependencyIndex} index
- * @property {Map<string, string | null>} shapes declaration shapes of base files, computed when first needed
+ * @property {Map<string, import('./shape.mjs').Shape | null>} shapes declaration shapes of base files, computed when first needed
  */
 
 /**
