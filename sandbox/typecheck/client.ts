@@ -37,6 +37,11 @@ export interface TypecheckServiceOptions {
   readOnlyPaths?: string[];
   /** The node binary (default: this process's). */
   node?: string;
+  /**
+   * Flags for that node (default: a 64 MiB young generation, which cuts the garbage collection that
+   * dominates large checks: 10.3 → 6.0 s CPU on remeda's largest case).
+   */
+  nodeFlags?: string[];
   /** Where the service's life is logged (default: the sandbox's `vtnode:sandbox:typecheck` logger). */
   log?: SandboxLog;
 }
@@ -259,6 +264,7 @@ export function createTypecheckService(options: TypecheckServiceOptions): Typech
     const proc = await options.confinement.spawn({
       argv: [
         node,
+        ...(options.nodeFlags ?? ['--max-semi-space-size=64']),
         SERVICE_ENTRY,
         '--root',
         options.workspaceDir,
