@@ -423,8 +423,10 @@ export async function mine(options: MineOptions): Promise<MineResult> {
   const mutable = new Map<string, boolean>();
   /** Whether a source has code a mutant can change (a barrel of wrapper calls has none to kill). */
   const hasMutants = (s: string): boolean => {
-    let m = mutable.get(s);
-    if (m === undefined) mutable.set(s, (m = enumerateMutants(parsed.get(s)!.text, s).length > 0));
+    const known = mutable.get(s);
+    if (known !== undefined) return known;
+    const m = enumerateMutants(parsed.get(s)!.text, s).length > 0;
+    mutable.set(s, m);
     return m;
   };
   /**
