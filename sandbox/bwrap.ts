@@ -153,7 +153,7 @@ const WRITABLE_BINDS = new Set(['--bind', '--bind-try', '--dev-bind', '--dev-bin
 const SPAWN_TMP_BYTES = 16 * 1024 * 1024;
 
 /** What bwrapSpawnArgv needs: a BwrapPlan without a box or scratch folders, with a long-lived process's limits. */
-export type BwrapSpawnPlan = Omit<BwrapPlan, 'box' | 'limits' | 'scratch'> & { limits: ProcessLimits };
+export type BwrapSpawnPlan = Omit<BwrapPlan, 'box' | 'limits' | 'scratch' | 'protect'> & { limits: ProcessLimits };
 
 /**
  * The bwrap command line for a long-lived confined process: bwrapArgv's, with no writable bind at all;
@@ -164,6 +164,7 @@ export function bwrapSpawnArgv(plan: BwrapSpawnPlan): string[] {
   const argv = bwrapArgv({
     ...plan,
     box: NO_BOX,
+    protect: [],
     scratch: { tmp: NO_TMP, shm: NO_SHM },
     limits: asRunLimits(plan.limits),
   });
@@ -395,7 +396,6 @@ async function spawnBwrap(backend: BwrapBackend, spec: SpawnSpec): Promise<Spawn
     features: backend.features,
     system: backend.system,
     readOnly: dedupePaths(spec.readOnlyPaths),
-    protect: [],
     cwd: spec.cwd,
     env: spec.env,
     limits: spec.limits,

@@ -87,7 +87,7 @@ describe('bwrap argv', () => {
   });
 
   it('spawns long-lived processes with the same argv minus every writable bind', () => {
-    const { box: _box, scratch: _scratch, ...rest } = plan;
+    const { box: _box, scratch: _scratch, protect: _protect, ...rest } = plan;
     const { cpuMs, memoryBytes, processes, fileSizeBytes } = plan.limits;
     const processLimits = { cpuMs, memoryBytes, processes, fileSizeBytes };
     const a = bwrapSpawnArgv({ ...rest, limits: processLimits, argv: ['/opt/node/bin/node', 'service.mjs'] });
@@ -106,7 +106,7 @@ describe('bwrap argv', () => {
     ]);
     expect(options.filter((x) => x === '/dev/shm')).toEqual([]);
     // Everything else is bwrapArgv's own.
-    const run = bwrapArgv({ ...plan, argv: ['/opt/node/bin/node', 'service.mjs'] });
+    const run = bwrapArgv({ ...plan, protect: [], argv: ['/opt/node/bin/node', 'service.mjs'] });
     const same: string[] = [];
     for (let i = 0; i < run.length; i++) {
       if (run[i] !== '--bind') same.push(run[i]!);
