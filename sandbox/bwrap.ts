@@ -10,12 +10,15 @@ import {
   type RunResult,
   type RunSpec,
   type SelfTestResult,
+  type SpawnedProcess,
+  type SpawnSpec,
 } from './confinement.ts';
 import { type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
-import { type Limits, rlimitCpuSeconds } from './limits.ts';
+import { asRunLimits, type Limits, type ProcessLimits, rlimitCpuSeconds } from './limits.ts';
 import { sandboxLog } from './log.ts';
-import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace } from './procfs.ts';
+import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace, processTree } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
+import { spawnGroup } from './spawn-group.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
 
 const log = sandboxLog('vtnode:sandbox:bwrap');
@@ -135,6 +138,61 @@ export function bwrapArgv(plan: BwrapPlan): string[] {
     ...plan.argv,
   );
   return a;
+}
+
+/**
+ * Placeholder paths bwrapSpawnArgv hands to bwrapArgv and then takes out with their writable binds: a
+ * spawned service gets no writable path but a small private /tmp. Deriving from bwrapArgv (rather than
+ * a second copy of it) keeps every namespace, mount and limit change made there in spawned services too.
+ */
+const NO_BOX = '/nonexistent/vtnode-no-box';
+const NO_TMP = '/nonexistent/vtnode-no-tmp';
+const NO_SHM = '/nonexistent/vtnode-no-shm';
+const WRITABLE_BINDS = new Set(['--bind', '--bind-try', '--dev-bind', '--dev-bind-try']);
+/** Size of a spawned service's private /tmp (bubblewrap 0.8+ sizes it; older ones mount it unsized). */
+const SPAWN_TMP_BYTES = 16 * 1024 * 1024;
+
+/** What bwrapSpawnArgv needs: a BwrapPlan without a box or scratch folders, with a long-lived process's limits. */
+export type BwrapSpawnPlan = Omit<BwrapPlan, 'box' | 'limits' | 'scratch' | 'protect'> & { limits: ProcessLimits };
+
+/**
+ * The bwrap command line for a long-lived confined process: bwrapArgv's, with no writable bind at all;
+ * /tmp is a small private tmpfs and /dev/shm stays the read-only folder of bwrap's /dev. Throws if
+ * bwrapArgv's output no longer has exactly the binds this takes out (so a change there is seen).
+ */
+export function bwrapSpawnArgv(plan: BwrapSpawnPlan): string[] {
+  const argv = bwrapArgv({
+    ...plan,
+    box: NO_BOX,
+    protect: [],
+    scratch: { tmp: NO_TMP, shm: NO_SHM },
+    limits: asRunLimits(plan.limits),
+  });
+  const tmpfs = [
+    ...(plan.features.disableUserns ? ['--size', String(SPAWN_TMP_BYTES)] : []),
+    '--tmpfs',
+    '/tmp',
+  ];
+  const out: string[] = [];
+  let taken = 0;
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, from, to] = [argv[i], argv[i + 1], argv[i + 2]];
+    if (flag === '--bind' && (from === NO_BOX || from === NO_SHM || from === NO_TMP)) {
+      if (from === NO_TMP && to === '/tmp') out.push(...tmpfs);
+      taken++;
+      i += 2;
+    } else out.push(argv[i]!);
+  }
+  const end = out.indexOf('--');
+  if (
+    taken !== 3 ||
+    out.some((x) => x === NO_BOX || x === NO_TMP || x === NO_SHM) ||
+    out.slice(0, end).some((x) => WRITABLE_BINDS.has(x))
+  )
+    throw new Error(
+      'bwrapSpawnArgv: bwrapArgv no longer binds the box and its scratch folders: update bwrapSpawnArgv',
+    );
+  return out;
 }
 
 async function which(name: string, dirs = ['/usr/bin', '/bin', '/usr/local/bin']): Promise<string | null> {
@@ -312,7 +370,69 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         if (uid !== undefined) await pool?.release(uid);
       }
     },
+    spawn: (spec: SpawnSpec) => spawnBwrap({ bwrap, prlimit, features, system, pool }, spec),
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),
   };
   return confinement;
+}
+
+/** What a spawn needs from its backend. */
+interface BwrapBackend {
+  bwrap: string;
+  prlimit: string;
+  features: BwrapFeatures;
+  system: SystemPath[];
+  pool: UidPool | null;
+}
+
+/**
+ * Starts a long-lived process under bwrap: its own uid for its whole life (as root), read-only binds,
+ * a private /tmp and nothing writable; its processes are told apart by pid namespace (and uid).
+ */
+async function spawnBwrap(backend: BwrapBackend, spec: SpawnSpec): Promise<SpawnedProcess> {
+  const argv = bwrapSpawnArgv({
+    bwrap: backend.bwrap,
+    prlimit: backend.prlimit,
+    features: backend.features,
+    system: backend.system,
+    readOnly: dedupePaths(spec.readOnlyPaths),
+    cwd: spec.cwd,
+    env: spec.env,
+    limits: spec.limits,
+    argv: spec.argv,
+  });
+  const uid = await backend.pool?.acquire();
+  const release = async () => {
+    if (uid !== undefined) await backend.pool?.release(uid);
+  };
+  let childPid: number | null = null;
+  let namespace: string | null = null;
+  const members = async (child: ChildProcess): Promise<ProcInfo[] | null> => {
+    if (childPid !== null) namespace ??= await pidNamespace(childPid);
+    const ofUid = uid !== undefined ? (await listProcesses()).filter((p) => p.uid === uid) : null;
+    if (namespace === null) return ofUid;
+    if (!ofUid) return processesInNamespace(namespace);
+    const marks = await Promise.all(
+      ofUid.map((p) => (p.pid === child.pid ? namespace : pidNamespace(p.pid))),
+    );
+    return ofUid.filter((_, i) => marks[i] === namespace);
+  };
+  log(`spawn ${argv.join(' ')}`);
+  // spawnGroup returns the uid itself when the process cannot start, and once it has exited.
+  return spawnGroup({
+    argv,
+    env: { PATH: '/usr/bin:/bin' },
+    cwd: '/',
+    uid,
+    gid: uid,
+    signal: spec.signal,
+    infoFds: 1,
+    onInfo: (_fd, text) => {
+      const m = /"child-pid":\s*(\d+)/.exec(text);
+      if (m) childPid = Number(m[1]);
+    },
+    members,
+    tree: processTree,
+    onExit: release,
+  });
 }

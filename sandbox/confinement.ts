@@ -1,4 +1,5 @@
-import type { Limits } from './limits.ts';
+import type { Readable, Writable } from 'node:stream';
+import type { Limits, ProcessLimits } from './limits.ts';
 
 /** Name of a confinement backend. */
 export type BackendName = 'bwrap' | 'seatbelt' | 'unconfined';
@@ -73,6 +74,50 @@ export interface RunResult {
   usage: ResourceUsage;
 }
 
+/** A long-lived process to start confined (a service that talks over its stdio). */
+export interface SpawnSpec {
+  /** Program and arguments; argv[0] is an absolute path or a name found on `env.PATH`. */
+  argv: string[];
+  /** Working directory (a read-only path). */
+  cwd: string;
+  /** Directories the process may read. Nothing is writable but a private /tmp (Linux). */
+  readOnlyPaths: string[];
+  /** The complete environment of the process: nothing else is inherited. */
+  env: Record<string, string>;
+  /** Resource limits for the process's whole life (CPU seconds add up over every request it serves). */
+  limits: ProcessLimits;
+  /** Aborts: the process and everything it started are killed. */
+  signal?: AbortSignal;
+}
+
+/** How a spawned process ended. */
+export interface SpawnExit {
+  /** Exit code, or null when it died of a signal. */
+  exitCode: number | null;
+  /** Signal that ended it, if any. */
+  signal: string | null;
+  /** True when `kill()` or the AbortSignal ended it. */
+  killed: boolean;
+  /** Processes it started that were still alive after it ended (then killed); must be 0. */
+  survivors: number;
+  /** Usage sampled over its life. */
+  usage: ResourceUsage;
+}
+
+/** A running confined process. */
+export interface SpawnedProcess {
+  /** Its stdin (closing it is how a service is asked to stop). */
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Resolves once the process and everything it started are gone; never rejects. */
+  readonly exited: Promise<SpawnExit>;
+  /** CPU time (user + system, milliseconds) and resident memory (bytes) of its processes now. */
+  usage(): Promise<{ cpuMs: number; rssBytes: number }>;
+  /** Kills it and everything it started. Idempotent. */
+  kill(): void;
+}
+
 /** Result of a backend's startup self-test. */
 export interface SelfTestResult {
   ok: boolean;
@@ -87,6 +132,8 @@ export interface Confinement {
   describe(): Record<string, unknown>;
   /** Runs one command confined. Never throws for what the command does; throws if it cannot start. */
   run(spec: RunSpec): Promise<RunResult>;
+  /** Starts one long-lived process confined; throws if it cannot start. */
+  spawn(spec: SpawnSpec): Promise<SpawnedProcess>;
   /** Canaries: a network connect, a write outside the box and a read of a planted secret must fail. */
   selfTest(signal?: AbortSignal): Promise<SelfTestResult>;
 }

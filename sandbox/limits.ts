@@ -26,6 +26,14 @@ export interface Limits {
   inodes: number;
 }
 
+/** The limits of a long-lived process: only its rlimits apply (wall time, output and storage are its caller's). */
+export type ProcessLimits = Pick<Limits, 'cpuMs' | 'memoryBytes' | 'processes' | 'fileSizeBytes'>;
+
+/** Placeholder wall time, output and storage for a long-lived process's limits (only the rlimits are applied). */
+export function asRunLimits(limits: ProcessLimits): Limits {
+  return { ...limits, wallMs: 0, outputBytes: 0, diskBytes: 0, inodes: 0 };
+}
+
 export const DEFAULT_LIMITS: Limits = {
   wallMs: 180_000,
   cpuMs: 60_000,

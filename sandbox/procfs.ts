@@ -46,7 +46,8 @@ export function parseStat(text: string): {
   };
 }
 
-async function readProc(pid: number): Promise<ProcInfo | null> {
+/** One process by pid, or null when it is gone or a zombie. */
+export async function readProc(pid: number): Promise<ProcInfo | null> {
   try {
     const [stat, status] = await Promise.all([
       readFile(`/proc/${pid}/stat`, 'utf8'),
@@ -130,4 +131,22 @@ export function parseMountinfo(text: string): MountEntry[] {
 /** The mounts this process sees. */
 export async function readMounts(): Promise<MountEntry[]> {
   return parseMountinfo(await readFile('/proc/self/mountinfo', 'utf8'));
+}
+
+/**
+ * A process and its descendants (children listed in /proc/<pid>/task/<tid>/children), read without
+ * scanning every process: cheap enough to poll. Orphans inside a pid namespace are re-parented to its
+ * init, itself a descendant of the namespace's creator, so they stay in the tree.
+ */
+export async function processTree(root: number): Promise<ProcInfo[]> {
+  const pids = [root];
+  for (let i = 0; i < pids.length && i < 4096; i++) {
+    const tasks = await readdir(`/proc/${pids[i]}/task`).catch(() => [] as string[]);
+    const children = await Promise.all(
+      tasks.map((t) => readFile(`/proc/${pids[i]}/task/${t}/children`, 'utf8').catch(() => '')),
+    );
+    for (const text of children) for (const c of text.split(' ')) if (/^\d+$/.test(c)) pids.push(Number(c));
+  }
+  const infos = await Promise.all([...new Set(pids)].map(readProc));
+  return infos.filter((p): p is ProcInfo => p !== null);
 }

@@ -17,6 +17,11 @@ export interface RewardInput {
   failed: number;
   /** Strict type-check in a fresh box: run only when the candidate could earn a positive reward. */
   typecheck: 'passed' | 'failed' | 'not-configured' | 'not-run';
+  /**
+   * How the target's exported API (read by the type-check service) differs from the reference's: an
+   * export lost, its kind, arity or annotated types changed, or `any` brought in (however spelt).
+   */
+  apiDifferences?: string[];
   /** Tamper patterns the candidate adds over the original. */
   tamper: { name: string; added: number; examples?: string[] }[];
   /** Convention lints the candidate adds over the original. */
@@ -84,6 +89,7 @@ export function computeReward(input: RewardInput): RewardResult {
     if (why) zero.push(why);
   }
   if (input.typecheck === 'failed') zero.push('the strict type-check failed');
+  for (const d of input.apiDifferences ?? []) zero.push(`exported API changed: ${d}`);
   if (input.typecheck === 'not-run' && zero.length === 0) zero.push('the strict type-check did not run');
   if (zero.length > 0) return { reward: 0, passRate, reasons: zero };
   const reasons: string[] = [];

@@ -20,6 +20,11 @@ import { sandboxLog } from './log.ts';
 import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
 import { createStrengthJudge, type StrengthKey } from './strength.ts';
 import { addedTamper } from './tamper.ts';
+import {
+  createTypecheckStage,
+  type ServiceCheckSummary,
+  type TypecheckStageOptions,
+} from './typecheck/stage.ts';
 
 export interface ScorerOptions {
   /** The confinement backend every run goes through. */
@@ -38,6 +43,13 @@ export interface ScorerOptions {
   infraRetries?: number;
   /** Reference runs and self-tests kept across processes (e.g. in the data dir); none by default. */
   cache?: { references: ReferenceCache; selfTest?: SelfTestCache };
+  /**
+   * Type-check candidates with the warm type-check service (default true; same verdicts as a fresh tsc,
+   * plus the exported-API comparison); false runs a fresh tsc per candidate.
+   */
+  typecheckService?: boolean;
+  /** Budgets of the type-check services (CPU per check, start, wall factor). */
+  typecheckServiceOptions?: TypecheckStageOptions['serviceOptions'];
 }
 
 export interface ScoreRequest {
@@ -95,7 +107,10 @@ export interface ScoreResult {
   fingerprint: string;
   backend: string;
   run: RunSummary | null;
+  /** The fresh tsc run, when the type-check ran as one. */
   typecheckRun: RunSummary | null;
+  /** The type-check service's answer, when it checked. */
+  typecheckService: ServiceCheckSummary | null;
 }
 
 /** Scores candidates for tasks, one confined box per run. */
@@ -106,6 +121,8 @@ export interface Scorer {
   score(request: ScoreRequest): Promise<ScoreResult>;
   /** The evaluation fingerprint for a task in a workspace. */
   fingerprint(task: Task, workspaceDir: string): Promise<string>;
+  /** Stops the scorer's long-lived processes (type-check services); later scores start them again. */
+  close(): Promise<void>;
 }
 
 /** What scoring a task needs from its reference: computed once per task and workspace. */
@@ -239,6 +256,12 @@ export function createScorer(options: ScorerOptions): Scorer {
     ...(options.boxesDir ? { boxesDir: options.boxesDir } : {}),
   });
   const strength = createStrengthJudge(judges);
+  const typechecks = createTypecheckStage({
+    confinement,
+    fresh: runTypecheck,
+    ...(options.typecheckService === false ? { service: false } : {}),
+    ...(options.typecheckServiceOptions ? { serviceOptions: options.typecheckServiceOptions } : {}),
+  });
   const workspaceIds = new Map<string, Promise<string>>();
   const references = new Map<string, Promise<Reference | { infra: string }>>();
 
@@ -418,6 +441,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       backend: confinement.name,
       run: run ? summary(run) : null,
       typecheckRun: null,
+      typecheckService: null,
     };
   }
 
@@ -425,6 +449,7 @@ export function createScorer(options: ScorerOptions): Scorer {
     confinement,
     selfTest: null,
     fingerprint: fingerprintFor,
+    close: () => typechecks.close(),
     async score(req: ScoreRequest): Promise<ScoreResult> {
       const { task, candidate } = req;
       const workspaceDir = await realpath(req.workspaceDir);
@@ -478,20 +503,23 @@ export function createScorer(options: ScorerOptions): Scorer {
       }
       const diagnostics: string[] = [];
       let typecheck: ScoreResult['typecheck'] = task.judge.typecheck ? 'not-run' : 'not-configured';
-      let typecheckRun: RunResult | null = null;
+      let checked: Awaited<ReturnType<typeof typechecks.check>> | null = null;
       if (typecheck === 'not-run' && computeReward({ ...input, typecheck: 'not-configured' }).reward > 0) {
-        typecheckRun = await runTypecheck(task, workspaceDir, candidate, req.signal);
-        if (typecheckRun.timedOut && !typecheckRun.cpuExceeded)
-          return errorResult(
-            task,
-            'the type-check hit its wall-clock limit (a loaded machine?)',
-            warnings,
-            ref.fingerprint,
-            typecheckRun,
-          );
-        const ok = typecheckRun.exitCode === 0 && !typecheckRun.outputCapped && typecheckRun.survivors === 0;
-        typecheck = ok ? 'passed' : 'failed';
-        if (!ok) diagnostics.push(tail(`${typecheckRun.stdout}${typecheckRun.stderr}`));
+        checked = await typechecks.check({
+          task,
+          workspaceDir,
+          workspaceId: wsId,
+          candidate,
+          ...(req.signal ? { signal: req.signal } : {}),
+        });
+        if ('infra' in checked)
+          return {
+            ...errorResult(task, checked.infra, warnings, ref.fingerprint, checked.run),
+            typecheckService: checked.service,
+          };
+        typecheck = checked.typecheck;
+        if (checked.diagnostics) diagnostics.push(checked.diagnostics);
+        input = { ...input, apiDifferences: checked.apiDifferences };
       }
       if (cand.failure || (verdict && counts.failed + verdict.errors.length > 0))
         diagnostics.push(tail(cand.run?.stderr ?? ''));
@@ -514,7 +542,8 @@ export function createScorer(options: ScorerOptions): Scorer {
         fingerprint: ref.fingerprint,
         backend: confinement.name,
         run: cand.run ? summary(cand.run) : null,
-        typecheckRun: typecheckRun ? summary(typecheckRun) : null,
+        typecheckRun: checked?.run ? summary(checked.run) : null,
+        typecheckService: checked?.service ?? null,
       };
     },
   };

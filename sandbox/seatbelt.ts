@@ -10,11 +10,14 @@ import {
   type RunResult,
   type RunSpec,
   type SelfTestResult,
+  type SpawnedProcess,
+  type SpawnSpec,
 } from './confinement.ts';
 import { type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
-import { type Limits, rlimitCpuSeconds } from './limits.ts';
+import { asRunLimits, type Limits, type ProcessLimits, rlimitCpuSeconds } from './limits.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
+import { spawnGroup } from './spawn-group.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
 
 const execFileAsync = promisify(execFile);
@@ -120,6 +123,48 @@ export function seatbeltArgv(plan: SeatbeltPlan): string[] {
   ];
 }
 
+/**
+ * The box path of a spawned (long-lived) process: a path that cannot exist, under the root-owned,
+ * read-only /private/var/empty, so the profile's box rules (write, exec) grant nothing. Deriving from
+ * seatbeltArgv keeps every rule of the run profile in spawned services too.
+ */
+export const SEATBELT_NO_BOX = '/private/var/empty/vtnode-no-box';
+
+/** What seatbeltSpawnArgv needs: a SeatbeltPlan without a box, with the limits of a long-lived process. */
+export type SeatbeltSpawnPlan = Omit<SeatbeltPlan, 'box' | 'limits'> & { limits: ProcessLimits };
+
+/** The sandbox-exec command line for a long-lived process: nothing writable but /dev/null and the like. */
+export function seatbeltSpawnArgv(plan: SeatbeltSpawnPlan): string[] {
+  return seatbeltArgv({ ...plan, box: SEATBELT_NO_BOX, limits: asRunLimits(plan.limits) });
+}
+
+/**
+ * Parses `ps -A -o pid=,ppid=,pgid=,uid=,stat=,time=,rss=` (rss in KiB) into live processes with usage;
+ * zombies are left out.
+ */
+export function parsePs(text: string): ProcInfo[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f.length >= 7 && /^\d+$/.test(f[0]!) && !f[4]!.startsWith('Z'))
+    .map(([pid, ppid, pgid, uid, , time, rss]) => ({
+      pid: Number(pid),
+      ppid: Number(ppid),
+      pgid: Number(pgid),
+      uid: Number(uid),
+      cpuTicks: parsePsTime(time!),
+      // This ps call shows neither threads nor reaped children's CPU: a process counts as one.
+      reapedCpuTicks: 0,
+      rssPages: Math.round((Number(rss) * 1024) / PAGE_SIZE),
+      threads: 1,
+    }));
+}
+
+async function psAll(): Promise<ProcInfo[]> {
+  const { stdout } = await execFileAsync('/bin/ps', ['-A', '-o', 'pid=,ppid=,pgid=,uid=,stat=,time=,rss=']);
+  return parsePs(stdout);
+}
+
 /** Parses a `ps -o time` value (`[[dd-]hh:]mm:ss[.ff]`) into clock ticks (CLOCK_TICKS per second). */
 export function parsePsTime(text: string): number {
   const m = /^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$/.exec(text.trim());
@@ -133,21 +178,7 @@ export function parsePsTime(text: string): number {
  * Threads are not listed by this `ps` call: each process counts as one.
  */
 async function processesOfUid(uid: number): Promise<ProcInfo[]> {
-  const { stdout } = await execFileAsync('/bin/ps', ['-U', String(uid), '-o', 'pid=,stat=,time=,rss=']);
-  return stdout
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter(([pid, stat]) => pid && /^\d+$/.test(pid) && !stat?.startsWith('Z'))
-    .map(([pid, , time, rssKiB]) => ({
-      pid: Number(pid),
-      ppid: 0,
-      pgid: 0,
-      uid,
-      cpuTicks: parsePsTime(time ?? ''),
-      reapedCpuTicks: 0,
-      rssPages: Math.ceil((Number(rssKiB) || 0) / (PAGE_SIZE / 1024)),
-      threads: 1,
-    }));
+  return (await psAll()).filter((p) => p.uid === uid);
 }
 
 export interface SeatbeltOptions {
@@ -210,6 +241,29 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
       } finally {
         if (uid !== undefined) await pool?.release(uid);
       }
+    },
+    async spawn(spec: SpawnSpec): Promise<SpawnedProcess> {
+      const argv = seatbeltSpawnArgv({
+        readOnly: spec.readOnlyPaths,
+        npmCache,
+        limits: spec.limits,
+        argv: spec.argv,
+      });
+      const uid = await pool?.acquire();
+      return spawnGroup({
+        argv,
+        env: spec.env,
+        cwd: spec.cwd,
+        uid,
+        gid: uid,
+        signal: spec.signal,
+        // With a dedicated uid every process of it is the service's; otherwise its process group.
+        members: async (child) =>
+          (await psAll()).filter((p) => (uid !== undefined ? p.uid === uid : p.pgid === child.pid)),
+        onExit: async () => {
+          if (uid !== undefined) await pool?.release(uid);
+        },
+      });
     },
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),
   };

@@ -1,9 +1,17 @@
 import { existsSync } from 'node:fs';
 import { watchBoxStorage } from './box-storage.ts';
-import type { Confinement, RunResult, RunSpec, SelfTestResult } from './confinement.ts';
+import type {
+  Confinement,
+  RunResult,
+  RunSpec,
+  SelfTestResult,
+  SpawnedProcess,
+  SpawnSpec,
+} from './confinement.ts';
 import { runGroup, sampledLimits } from './group-run.ts';
-import { type Limits, rlimitCpuSeconds } from './limits.ts';
-import { listProcesses } from './procfs.ts';
+import { asRunLimits, type Limits, rlimitCpuSeconds } from './limits.ts';
+import { listProcesses, processTree } from './procfs.ts';
+import { spawnGroup } from './spawn-group.ts';
 
 /** prlimit on Linux: unconfined runs get the same rlimits, so confined vs unconfined compares confinement only. */
 const PRLIMIT = process.platform === 'linux' && existsSync('/usr/bin/prlimit') ? '/usr/bin/prlimit' : null;
@@ -49,6 +57,21 @@ export function createUnconfined(): Confinement {
           ? {
               members: async (child) =>
                 child.pid === undefined ? [] : (await listProcesses()).filter((p) => p.pgid === child.pid),
+            }
+          : {}),
+      });
+    },
+    spawn(spec: SpawnSpec): Promise<SpawnedProcess> {
+      return spawnGroup({
+        argv: [...rlimitPrefix(asRunLimits(spec.limits)), ...spec.argv],
+        env: spec.env,
+        cwd: spec.cwd,
+        signal: spec.signal,
+        ...(process.platform === 'linux'
+          ? {
+              members: async (child) =>
+                child.pid === undefined ? [] : (await listProcesses()).filter((p) => p.pgid === child.pid),
+              tree: processTree,
             }
           : {}),
       });

@@ -169,7 +169,7 @@ async function calibrateOne(
     reasons: value.reward === 1 ? [] : explained(value),
     typecheck: value.typecheck,
     testsCpuMs: value.run?.usage.cpuMs ?? null,
-    typecheckCpuMs: value.typecheckRun?.usage.cpuMs ?? null,
+    typecheckCpuMs: value.typecheckRun?.usage.cpuMs ?? value.typecheckService?.cpuMs ?? null,
     typecheckRun: value.typecheckRun
       ? {
           exitCode: value.typecheckRun.exitCode,

@@ -37,7 +37,8 @@ export function pairedSource(test: string, exercised: readonly string[]): string
   const name = stem(test);
   const byFile = exercised.filter((s) => stem(s) === name);
   // Else the folder named like the test (`parser.test.ts` <-> `src/parser/index.ts`).
-  const same = byFile.length > 0 ? byFile : exercised.filter((s) => posix.basename(posix.dirname(s)) === name);
+  const same =
+    byFile.length > 0 ? byFile : exercised.filter((s) => posix.basename(posix.dirname(s)) === name);
   if (same.length === 0) return null;
   const dir = posix.dirname(test);
   const beside = same.find((s) => posix.dirname(s) === dir);

@@ -92,6 +92,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     async stop() {
       await ready;
       await executor.stop();
+      await scorer?.close();
       sampleLog.close();
     },
   };

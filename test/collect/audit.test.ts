@@ -35,6 +35,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await scorer?.close();
   await Promise.all(hosts.map((h) => h.stop()));
   await tmp.cleanup();
 });

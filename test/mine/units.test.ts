@@ -100,7 +100,9 @@ describe('layout helpers', () => {
     expect(pairedSource('tests/a/x.test.ts', ['src/b/x.ts', 'src/a/x.ts'])).toBe('src/a/x.ts');
     expect(pairedSource('src/a/all.test.ts', ['src/a/x.ts'])).toBeNull();
     // A folder named like the test, when no file is: rgb.test.js <-> src/rgb/definition.js.
-    expect(pairedSource('test/rgb.test.js', ['src/modes.js', 'src/rgb/definition.js'])).toBe('src/rgb/definition.js');
+    expect(pairedSource('test/rgb.test.js', ['src/modes.js', 'src/rgb/definition.js'])).toBe(
+      'src/rgb/definition.js',
+    );
     expect(pairedSource('test/rgb.test.js', ['src/rgb.js', 'src/rgb/definition.js'])).toBe('src/rgb.js');
   });
 });

@@ -88,7 +88,10 @@ beforeAll(async () => {
   }
   scorer = await createCheckedScorer({ workspaceId });
 }, 120_000);
-afterAll(cleanupTemp);
+afterAll(async () => {
+  await scorer?.close();
+  await cleanupTemp();
+});
 
 describe.each(LAYOUTS)('zoo: $root', (layout) => {
   let tasks: Task[] = [];

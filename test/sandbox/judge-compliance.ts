@@ -246,8 +246,7 @@ export function judgeCompliance(name: string, common: TestSetup<JudgeFixture>): 
         `file:${fx.files.source}`,
         ...(fx.testsTasks ? [`tests:${fx.files.sourceTest}`] : []),
       ]);
-      if (!fx.testsTasks)
-        expect(summary.skipped.map((s) => s.path)).toContain(fx.files.sourceTest);
+      if (!fx.testsTasks) expect(summary.skipped.map((s) => s.path)).toContain(fx.files.sourceTest);
       for (const task of tasks) {
         const reference = await readFile(join(fx.workspace, task.target), 'utf8');
         const r = await score(task, reference);

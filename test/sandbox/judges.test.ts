@@ -2,6 +2,7 @@
 // (ts-jest), mocha (tsx, ESM TypeScript) and mocha (plain CommonJS + chai), each on its own fixture.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { TestRunner } from '../../protocol/task.ts';
 import type { CaseStatus } from '../../sandbox/judges/verdict.ts';
@@ -73,6 +74,7 @@ function sharedScorer(): Promise<Scorer> {
   scorer ??= createCheckedScorer({ workspaceId: async (d) => (await workspaceIdentity(d)).id });
   return scorer;
 }
+afterAll(async () => (await scorer)?.close());
 
 for (const spec of FIXTURES) {
   judgeCompliance(spec.name, {

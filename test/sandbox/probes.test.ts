@@ -84,6 +84,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await Promise.all([scorer?.close(), unconfined?.close()]);
   for (const p of cleanup) await rm(p, { recursive: true, force: true });
   // Every box was removed, whatever its candidate did.
   const left = await readdir(boxesDir).catch(() => []);

@@ -5,7 +5,7 @@
 // can catch them. Every one must score 0.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, type ScoreResult, type Scorer } from '../../sandbox/scorer.ts';
@@ -51,6 +51,8 @@ const CONTAINED = /the sentinel test did not run|is frozen|every test failed/;
 let scorer: Scorer;
 let strings: Task;
 let math: Task;
+
+afterAll(async () => scorer?.close());
 
 beforeAll(async () => {
   await prepareFixtures();
@@ -332,4 +334,85 @@ describe('class 4: tests that pass without testing (tests tasks)', () => {
     expect(r.status).toBe('scored');
     expect(r.reward, r.reasons.join('; ')).toBeGreaterThan(0.5);
   }, 180_000);
+});
+
+// Class 5: a correct implementation whose exported API is typed loosely, so that a model learns to type
+// with `any` (however spelt) or to change the signatures the task states. The tests pass; the type-check
+// service reads the exported API from the checker and compares it with the reference's.
+describe('class 5: the exported API loosened to any, or its signatures changed', () => {
+  const REST = `
+/** First letter upper-cased, the rest untouched. */
+export function capitalize(text: string): string {
+  if (text.length === 0) return text;
+  return text[0]!.toUpperCase() + text.slice(1);
+}
+/** Counts how often each word occurs, case-insensitively. */
+export function wordCounts(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const word of slugify(text).split('-')) {
+    if (word === '') continue;
+    counts.set(word, (counts.get(word) ?? 0) + 1);
+  }
+  return counts;
+}
+`;
+  /** A correct slugify with the given signature line (the body is the reference's). */
+  const slugifyAs = (head: string, prelude = '') =>
+    `${prelude}\n${head} {\n  return String(text).toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0).join('-');\n}\n${REST}`;
+
+  it('a correct candidate with another layout, names and an extra export keeps its reward', async () => {
+    const r = await score(
+      strings,
+      `${slugifyAs('export function slugify(text: string): string')}\nexport const helper = (n: number): number => n + 1;\n`,
+    );
+    expect(r.reward, r.reasons.join('\n')).toBe(1);
+    expect(r.typecheckService?.status).toBe('passed');
+  }, 120_000);
+
+  it.each([
+    ['an alias of any', slugifyAs('export function slugify(text: Loose): Loose', 'type Loose = any;')],
+    [
+      'any through ReturnType<typeof JSON.parse>',
+      slugifyAs('export function slugify(text: string): ReturnType<typeof JSON.parse>'),
+    ],
+    [
+      'any through an imported alias chain',
+      slugifyAs(
+        'export function slugify(text: B): string',
+        'type A = Parameters<typeof JSON.parse>[1];\ntype B = ReturnType<NonNullable<A>>;',
+      ),
+    ],
+    ['unknown for a string parameter', slugifyAs('export function slugify(text: unknown): string')],
+    [
+      'a rest parameter of any[]',
+      slugifyAs('export function slugify(...args: any[]): string', 'declare const text: string;').replace(
+        'String(text)',
+        'String(args[0])',
+      ),
+    ],
+    [
+      'an inferred any return',
+      `export function slugify(text: string) {\n  const out: string = text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0).join('-');\n  return JSON.parse(JSON.stringify(out));\n}\n${REST}`,
+    ],
+    [
+      'a value typed as any',
+      `const impl = (text: string): string => text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0).join('-');\nexport const slugify: typeof JSON.parse = impl as never;\n${REST}`,
+    ],
+    [
+      'any inside the Map of another export',
+      `${slugifyAs('export function slugify(text: string): string')}`.replace(
+        'export function wordCounts(text: string): Map<string, number> {\n  const counts = new Map<string, number>();',
+        'export function wordCounts(text: string): Map<string, any> {\n  const counts = new Map<string, any>();',
+      ),
+    ],
+  ])(
+    '%s scores 0',
+    async (_name, candidate) => {
+      const r = await score(strings, candidate);
+      expect(r.status, r.error ?? '').toBe('scored');
+      expect(r.reward, r.reasons.join('\n')).toBe(0);
+      expect(r.reasons.join('\n')).toMatch(/exported API changed: export (slugify|wordCounts)/);
+    },
+    120_000,
+  );
 });

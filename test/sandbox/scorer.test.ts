@@ -35,6 +35,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await scorer?.close();
   await rm(dir, { recursive: true, force: true });
 });
 

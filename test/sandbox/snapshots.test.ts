@@ -1,9 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { cloneArgv } from '../../sandbox/box.ts';
-import { bwrapArgv, bwrapFeatures, dedupePaths } from '../../sandbox/bwrap.ts';
+import { bwrapArgv, bwrapFeatures, bwrapSpawnArgv, dedupePaths } from '../../sandbox/bwrap.ts';
 import { type EvaluationParts, evaluationFingerprint } from '../../sandbox/fingerprint.ts';
 import { DEFAULT_LIMITS } from '../../sandbox/limits.ts';
-import { parsePsTime, seatbeltArgv, seatbeltProfile } from '../../sandbox/seatbelt.ts';
+import {
+  parsePs,
+  parsePsTime,
+  SEATBELT_NO_BOX,
+  seatbeltArgv,
+  seatbeltProfile,
+  seatbeltSpawnArgv,
+} from '../../sandbox/seatbelt.ts';
 
 const limits = { ...DEFAULT_LIMITS, wallMs: 30_000 };
 
@@ -79,6 +86,38 @@ describe('bwrap argv', () => {
     expect(() => bwrapFeatures('nonsense')).toThrow(/version/);
   });
 
+  it('spawns long-lived processes with the same argv minus every writable bind', () => {
+    const { box: _box, scratch: _scratch, protect: _protect, ...rest } = plan;
+    const { cpuMs, memoryBytes, processes, fileSizeBytes } = plan.limits;
+    const processLimits = { cpuMs, memoryBytes, processes, fileSizeBytes };
+    const a = bwrapSpawnArgv({ ...rest, limits: processLimits, argv: ['/opt/node/bin/node', 'service.mjs'] });
+    expect(a).toMatchSnapshot();
+    const options = a.slice(0, a.indexOf('--'));
+    for (const flag of ['--bind', '--bind-try', '--dev-bind', '--dev-bind-try'])
+      expect(options).not.toContain(flag);
+    expect(a.join(' ')).not.toMatch(/vtnode-no-(box|tmp|shm)/);
+    expect(options).toContain('--unshare-all');
+    // A private /tmp of 16 MiB; /dev/shm stays the read-only folder of bwrap's /dev.
+    expect(options.slice(options.indexOf('--tmpfs') - 2, options.indexOf('--tmpfs') + 2)).toEqual([
+      '--size',
+      String(16 * 1024 * 1024),
+      '--tmpfs',
+      '/tmp',
+    ]);
+    expect(options.filter((x) => x === '/dev/shm')).toEqual([]);
+    // Everything else is bwrapArgv's own.
+    const run = bwrapArgv({ ...plan, protect: [], argv: ['/opt/node/bin/node', 'service.mjs'] });
+    const same: string[] = [];
+    for (let i = 0; i < run.length; i++) {
+      if (run[i] !== '--bind') same.push(run[i]!);
+      else {
+        if (run[i + 2] === '/tmp') same.push('--size', String(16 * 1024 * 1024), '--tmpfs', '/tmp');
+        i += 2;
+      }
+    }
+    expect(same).toEqual(a);
+  });
+
   it('dedupes nested read-only paths', () => {
     expect(dedupePaths(['/a/b', '/a', '/c', '/a/b/c', '/ab', '/c'])).toEqual(['/a', '/c', '/ab']);
   });
@@ -133,6 +172,56 @@ describe('ps CPU time (macOS sampling)', () => {
     expect(parsePsTime('1:02:03')).toBe(3723 * 100);
     expect(parsePsTime('2-01:00:00')).toBe((2 * 86400 + 3600) * 100);
     expect(parsePsTime('-')).toBe(0);
+  });
+});
+
+describe('Seatbelt spawn', () => {
+  it('gives a long-lived process a box that cannot exist, so nothing is writable', () => {
+    const { cpuMs, memoryBytes, processes, fileSizeBytes } = limits;
+    const processLimits = { cpuMs, memoryBytes, processes, fileSizeBytes };
+    const argv = seatbeltSpawnArgv({
+      readOnly: ['/Users/me/ws', '/Users/me/ws/node_modules'],
+      npmCache: '/Users/me/.npm',
+      limits: processLimits,
+      argv: ['/usr/local/bin/node', 'service.mjs', '--root', '/Users/me/ws'],
+    });
+    expect(argv).toMatchSnapshot();
+    expect(argv).toContain(`BOX=${SEATBELT_NO_BOX}`);
+    expect(SEATBELT_NO_BOX.startsWith('/private/var/empty/')).toBe(true);
+    expect(argv.at(-1)).toBe('/Users/me/ws');
+  });
+
+  it('reads usage from ps', () => {
+    const text = [
+      '  101     1   101   501 Ss     0:01.50   2048',
+      '  102   101   101   501 S+  1:02:03.25   1024',
+      '  103   101   101   501 Z      0:00.00      0',
+      '  104   101   104     0 R   2-00:00:01   4096',
+      'garbage',
+    ].join('\n');
+    expect(parsePs(text)).toEqual([
+      { pid: 101, ppid: 1, pgid: 101, uid: 501, cpuTicks: 150, reapedCpuTicks: 0, rssPages: 512, threads: 1 },
+      {
+        pid: 102,
+        ppid: 101,
+        pgid: 101,
+        uid: 501,
+        cpuTicks: 372325,
+        reapedCpuTicks: 0,
+        rssPages: 256,
+        threads: 1,
+      },
+      {
+        pid: 104,
+        ppid: 101,
+        pgid: 104,
+        uid: 0,
+        cpuTicks: 17280100,
+        reapedCpuTicks: 0,
+        rssPages: 1024,
+        threads: 1,
+      },
+    ]);
   });
 });
 
