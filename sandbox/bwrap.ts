@@ -153,7 +153,9 @@ const WRITABLE_BINDS = new Set(['--bind', '--bind-try', '--dev-bind', '--dev-bin
 const SPAWN_TMP_BYTES = 16 * 1024 * 1024;
 
 /** What bwrapSpawnArgv needs: a BwrapPlan without a box or scratch folders, with a long-lived process's limits. */
-export type BwrapSpawnPlan = Omit<BwrapPlan, 'box' | 'limits' | 'scratch' | 'protect'> & { limits: ProcessLimits };
+export type BwrapSpawnPlan = Omit<BwrapPlan, 'box' | 'limits' | 'scratch' | 'protect'> & {
+  limits: ProcessLimits;
+};
 
 /**
  * The bwrap command line for a long-lived confined process: bwrapArgv's, with no writable bind at all;
