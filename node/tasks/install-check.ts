@@ -3,7 +3,7 @@ import { posix } from 'node:path';
 import type { TestRunner } from '../../protocol/task.ts';
 import { checkWorkspaceReady, type Readiness } from '../../sandbox/workspace-ready.ts';
 import type { ParsedFile } from './parse.ts';
-import { type ProjectInfo, packageOf } from './project.ts';
+import { type ProjectInfo, packageOf, tsconfigFor } from './project.ts';
 
 /** Config files that make a folder the root of a runner's run. */
 const RUNNER_CONFIG: Record<TestRunner, RegExp> = {
@@ -21,9 +21,24 @@ export function packageRoot(specifier: string): string | null {
   return specifier.startsWith('@') ? (parts.length >= 2 ? `${parts[0]}/${parts[1]}` : null) : parts[0]!;
 }
 
+/** Whether the tsconfig governing `file` maps `specifier` through `paths` (`radashi` -> `src/mod.ts`). */
+function mappedByPaths(project: ProjectInfo, file: string, specifier: string): boolean {
+  const paths = tsconfigFor(project, file)?.paths ?? {};
+  return Object.keys(paths).some((pattern) => {
+    const star = pattern.indexOf('*');
+    if (star < 0) return pattern === specifier;
+    const [head, tail] = [pattern.slice(0, star), pattern.slice(star + 1)];
+    return (
+      specifier.length >= head.length + tail.length && specifier.startsWith(head) && specifier.endsWith(tail)
+    );
+  });
+}
+
 /**
  * Workspace packages (the root's own name, members) that `files` import by name, each with the
- * workspace-relative folder of the importing file (where Node starts looking for it).
+ * workspace-relative folder of the importing file (where Node starts looking for it). A name the
+ * tsconfig's `paths` maps to sources is left out: the repository's test setup resolves it that way
+ * (vitest with tsconfig paths, ts-jest's moduleNameMapper, tsx), so no build is needed for it.
  */
 export function importedWorkspacePackages(
   project: ProjectInfo,
@@ -36,7 +51,8 @@ export function importedWorkspacePackages(
     for (const i of f.imports) {
       const name = packageRoot(i.specifier);
       const from = posix.dirname(f.path) === '.' ? '' : posix.dirname(f.path);
-      if (name !== null && names.has(name)) out.set(`${name}\0${from}`, { name, from });
+      if (name !== null && names.has(name) && !mappedByPaths(project, f.path, i.specifier))
+        out.set(`${name}\0${from}`, { name, from });
     }
   return [...out.values()].sort((a, b) => (a.name + a.from < b.name + b.from ? -1 : 1));
 }

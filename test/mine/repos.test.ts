@@ -307,3 +307,32 @@ function repoMin(): Record<string, string> {
     'src/a.test.ts': testFile("import { a } from './a.ts';", 'expect(a).toBe(1);'),
   };
 }
+
+describe('install check: self-imports', () => {
+  const files = (paths: boolean) => ({
+    'package.json': JSON.stringify({
+      name: 'selfpkg',
+      type: 'module',
+      exports: { '.': './dist/index.js' },
+      scripts: { test: 'node --test' },
+    }),
+    'tsconfig.json': JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        allowJs: true,
+        ...(paths ? { paths: { selfpkg: ['./src/index.js'] } } : {}),
+      },
+    }),
+    'src/index.js': 'export function add(a, b) {\n  return a + b;\n}\n',
+    'test/add.test.js':
+      "import assert from 'node:assert/strict';\nimport { it } from 'node:test';\nimport { add } from 'selfpkg';\n\nit('adds', () => assert.equal(add(1, 2), 3));\n",
+  });
+
+  it('refuses a self-import of an unbuilt package, and accepts one the tsconfig paths map to sources', async () => {
+    await expect(mine({ root: await makeRepo(files(false)) })).rejects.toThrow(
+      /workspace package selfpkg is not built \(no \.\/dist\/index\.js in \.\)/,
+    );
+    const { tasks } = await mine({ root: await makeRepo(files(true)) });
+    expect(tasks.map((t) => `${t.kind}:${t.target}`)).toContain('file:src/index.js');
+  });
+});
