@@ -130,7 +130,8 @@ describe('layouts and resolution', () => {
     const root = await makeRepo({
       'package.json': vitestPackage,
       'tsconfig.json': tsconfig,
-      'src/a/x.ts': 'export const x = 1;\nexport type X = number;\n',
+      // Code a mutant can change (a file of constants has none: its tests tasks are skipped).
+      'src/a/x.ts': 'export const x = 2 > 1 ? 1 : 0;\nexport type X = number;\n',
       'tests/a/x.test.ts': testFile("import { x } from '../../src/a/x.ts';", 'expect(x).toBe(1);'),
       'tests/a/x.more.test.ts': testFile("import { x } from '../../src/a/x.ts';", 'expect(x + 1).toBe(2);'),
       'src/a/x.test-d.ts':
