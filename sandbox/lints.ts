@@ -33,42 +33,6 @@ export const LINTS: SourcePattern[] = [
   },
 ];
 
-/**
- * Tamper patterns: ways to reach the runner's channels, the process or the host. Any the candidate
- * adds over the original scores a hard 0.
- */
-export const TAMPER: SourcePattern[] = [
-  { name: 'process exit/kill/abort', re: /\bprocess\s*\.\s*(?:exit|reallyExit|abort|kill|exitCode)\b/g },
-  { name: 'computed access on process or globals', re: /\b(?:process|globalThis|global)\s*\[/g },
-  { name: 'process stdio', re: /\bprocess\s*\.\s*(?:stdout|stderr|stdin|_rawDebug)\b/g },
-  { name: 'process ids or argv', re: /\bprocess\s*\.\s*(?:argv|execArgv|pid|ppid|execPath)\b/g },
-  {
-    name: 'process exit hooks',
-    re: /\bprocess\s*\.\s*(?:on|once|addListener|prependListener|prependOnceListener)\s*\(\s*['"`](?:exit|beforeExit|uncaughtException|unhandledRejection|SIG\w+)/g,
-  },
-  { name: 'native bindings', re: /\bprocess\s*\.\s*(?:binding|_linkedBinding|dlopen)\b/g },
-  {
-    name: 'console reassigned',
-    re: /\bconsole\s*(?:\.\s*\w+\s*)?=(?!=)|\b(?:defineProperty|assign)\s*\(\s*(?:globalThis\.)?console\b/g,
-  },
-  { name: 'child_process', re: /child_process/g },
-  { name: 'worker_threads', re: /worker_threads/g },
-  { name: 'cluster', re: /['"`](?:node:)?cluster['"`]/g },
-  { name: 'vm', re: /['"`](?:node:)?vm['"`]/g },
-  { name: 'module hooks', re: /['"`](?:node:)?module['"`]|\bcreateRequire\b/g },
-  { name: 'eval', re: /\beval\s*\(|\bFunction\s*\(/g },
-  { name: 'dynamic import or require', re: /\bimport\s*\(|\brequire\s*\(/g },
-  {
-    name: 'globals or timers patched',
-    re: /\b(?:globalThis|global|self|window)\s*\.\s*\w+\s*=(?!=)|\b(?:setTimeout|setInterval|setImmediate|clearTimeout|clearInterval|queueMicrotask|Date|performance|Promise)\s*(?:\.\s*\w+\s*)?=(?!=)/g,
-  },
-  {
-    name: 'test runner internals or reporter output',
-    re: /__vitest|__VITEST|@vitest\/runner|vitest\/(?:suite|runner|internal)|node:test\/reporters|\boutputFile\b|test-reporter|\.vtnode\b|vtnode-report/g,
-  },
-  { name: '/proc access', re: /\/proc\//g },
-];
-
 function count(text: string, p: SourcePattern): number {
   if ('count' in p) return p.count(text);
   const { re } = p;
