@@ -324,26 +324,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
           scratch,
           argv: spec.argv,
         });
-        let namespace: string | null = null;
-        let childPid: number | null = null;
-        // The run's processes: those in its pid namespace (known once bwrap reports its child), plus
-        // bwrap itself. As root the run's uid narrows the scan first; a process of that uid outside the
-        // namespace is not this run's (a stale foreign user of the uid), so it is never killed here.
-        const members = async (child: ChildProcess): Promise<ProcInfo[] | null> => {
-          if (childPid !== null) namespace ??= await pidNamespace(childPid);
-          const candidates = uid !== undefined ? (await listProcesses()).filter((p) => p.uid === uid) : null;
-          if (namespace === null) return candidates;
-          const inNs = candidates
-            ? (
-                await Promise.all(
-                  candidates.map(async (p) =>
-                    p.pid === child.pid || (await pidNamespace(p.pid)) === namespace ? p : null,
-                  ),
-                )
-              ).filter((p): p is ProcInfo => p !== null)
-            : await processesInNamespace(namespace);
-          return inNs;
-        };
+        const tracked = namespaceMembers(uid);
         log(`run ${argv.join(' ')}`);
         const watch = await monitorsFor(spec, cgroups);
         try {
@@ -358,11 +339,8 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
             outputBytes: spec.limits.outputBytes,
             signal: spec.signal,
             infoFds: 1,
-            onInfo: (_fd, text) => {
-              const m = /"child-pid":\s*(\d+)/.exec(text);
-              if (m) childPid = Number(m[1]);
-            },
-            members,
+            onInfo: tracked.onInfo,
+            members: tracked.members,
             monitors: watch.monitors,
           });
         } finally {
@@ -376,6 +354,36 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),
   };
   return confinement;
+}
+
+/**
+ * The processes of one bwrap run or service: those in its pid namespace (known once bwrap reports its
+ * child on the info fd), plus bwrap itself. As root the run's uid narrows the scan first; a process of
+ * that uid outside the namespace is not this run's (a stale foreign user of the uid), so it is never
+ * counted or killed.
+ */
+function namespaceMembers(uid: number | undefined): {
+  onInfo: (fd: number, text: string) => void;
+  members: (child: ChildProcess) => Promise<ProcInfo[] | null>;
+} {
+  let childPid: number | null = null;
+  let namespace: string | null = null;
+  return {
+    onInfo: (_fd, text) => {
+      const m = /"child-pid":\s*(\d+)/.exec(text);
+      if (m) childPid = Number(m[1]);
+    },
+    async members(child) {
+      if (childPid !== null) namespace ??= await pidNamespace(childPid);
+      const ofUid = uid !== undefined ? (await listProcesses()).filter((p) => p.uid === uid) : null;
+      if (namespace === null) return ofUid;
+      if (!ofUid) return processesInNamespace(namespace);
+      const marks = await Promise.all(
+        ofUid.map((p) => (p.pid === child.pid ? namespace : pidNamespace(p.pid))),
+      );
+      return ofUid.filter((_, i) => marks[i] === namespace);
+    },
+  };
 }
 
 /** What a spawn needs from its backend. */
@@ -407,18 +415,7 @@ async function spawnBwrap(backend: BwrapBackend, spec: SpawnSpec): Promise<Spawn
   const release = async () => {
     if (uid !== undefined) await backend.pool?.release(uid);
   };
-  let childPid: number | null = null;
-  let namespace: string | null = null;
-  const members = async (child: ChildProcess): Promise<ProcInfo[] | null> => {
-    if (childPid !== null) namespace ??= await pidNamespace(childPid);
-    const ofUid = uid !== undefined ? (await listProcesses()).filter((p) => p.uid === uid) : null;
-    if (namespace === null) return ofUid;
-    if (!ofUid) return processesInNamespace(namespace);
-    const marks = await Promise.all(
-      ofUid.map((p) => (p.pid === child.pid ? namespace : pidNamespace(p.pid))),
-    );
-    return ofUid.filter((_, i) => marks[i] === namespace);
-  };
+  const tracked = namespaceMembers(uid);
   log(`spawn ${argv.join(' ')}`);
   // spawnGroup returns the uid itself when the process cannot start, and once it has exited.
   return spawnGroup({
@@ -429,11 +426,8 @@ async function spawnBwrap(backend: BwrapBackend, spec: SpawnSpec): Promise<Spawn
     gid: uid,
     signal: spec.signal,
     infoFds: 1,
-    onInfo: (_fd, text) => {
-      const m = /"child-pid":\s*(\d+)/.exec(text);
-      if (m) childPid = Number(m[1]);
-    },
-    members,
+    onInfo: tracked.onInfo,
+    members: tracked.members,
     tree: processTree,
     onExit: release,
   });

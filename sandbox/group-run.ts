@@ -66,7 +66,8 @@ export function gatedArgv(argv: string[], env: Record<string, string>): string[]
 /** Why the run was ended early; the first cause wins. */
 type Stop = { cause: 'wall' | 'cpu' | 'abort' | 'output' } | { cause: 'limit'; limit: ExceededLimit };
 
-function killGroup(child: ChildProcess): void {
+/** SIGKILLs the child's process group (gone already: nothing to do). */
+export function killGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
   try {
     process.kill(-child.pid, 'SIGKILL');
@@ -75,7 +76,8 @@ function killGroup(child: ChildProcess): void {
   }
 }
 
-function groupAlive(pgid: number): boolean {
+/** Whether any process of the group is left. */
+export function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
     return true;

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SpawnExit, SpawnedProcess } from './confinement.ts';
+import { groupAlive, killGroup } from './group-run.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 
 /** How to start one long-lived process group and how to find the processes that belong to it. */
@@ -31,24 +32,6 @@ export interface SpawnGroupOptions {
   sampleMs?: number;
   /** Runs once the process and its group are gone (returns a uid to its pool); errors are ignored. */
   onExit?: () => Promise<void>;
-}
-
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // group already gone
-  }
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

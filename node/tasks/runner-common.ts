@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestRunner } from '../../protocol/task.ts';
 import type { ParsedFile } from './parse.ts';
-import type { ProjectInfo } from './project.ts';
+import { declaredDependencies, type ProjectInfo } from './project.ts';
 import { readStaticConfig, type StaticConfig } from './static-config.ts';
 
 /** Which files a runner executes as tests in one project, with its configuration already read. */
@@ -112,4 +112,17 @@ export function readRootConfig(
     return { path: name, config: readStaticConfig(name, text) };
   }
   return null;
+}
+
+/**
+ * Why a runner named `bin` looks like the repository's (a dependency, a root config file starting with
+ * `configPrefix`, a package.json field named `bin`, a script calling it), or null.
+ */
+export function detectNamedRunner(project: ProjectInfo, bin: string, configPrefix: string): string | null {
+  if (declaredDependencies(project).has(bin)) return `${bin} is a dependency`;
+  const cfg = project.rootConfigs.find((f) => f.startsWith(configPrefix));
+  if (cfg) return `${cfg} exists`;
+  if ((project.rootPackage as Record<string, unknown> | null)?.[bin] !== undefined)
+    return `package.json has a "${bin}" field`;
+  return scriptsMention(project, new RegExp(`(^|[\\s;&|(/])${bin}(\\s|$)`));
 }

@@ -1,15 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join, matchesGlob, posix } from 'node:path';
 import { atLeast, MIN_JEST } from '../../sandbox/judges/jest.ts';
-import { declaredDependencies, type ProjectInfo } from './project.ts';
+import type { ProjectInfo } from './project.ts';
 import {
   argsAfter,
+  detectNamedRunner,
   importedNames,
   importsAny,
   type RunnerAdapter,
   readRootConfig,
   scriptsInvoking,
-  scriptsMention,
   type TestSelection,
 } from './runner-common.ts';
 import type { StaticConfig } from './static-config.ts';
@@ -180,14 +180,7 @@ function scriptProblem(project: ProjectInfo): string | null {
 export const jestRunner: RunnerAdapter = {
   name: 'jest',
   apiModules: ['@jest/globals'],
-  detect(project) {
-    if (declaredDependencies(project).has('jest')) return 'jest is a dependency';
-    const cfg = project.rootConfigs.find((f) => f.startsWith('jest.config.'));
-    if (cfg) return `${cfg} exists`;
-    if ((project.rootPackage as { jest?: unknown } | null)?.jest !== undefined)
-      return 'package.json has a "jest" field';
-    return scriptsMention(project, /(^|[\s;&|(/])jest(\s|$)/);
-  },
+  detect: (project) => detectNamedRunner(project, 'jest', 'jest.config.'),
   testFiles(project): TestSelection {
     const { source, config } = jestConfig(project);
     const blockers = jestBlockers(source, config);

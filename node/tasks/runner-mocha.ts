@@ -1,13 +1,13 @@
 import { matchesGlob, posix } from 'node:path';
-import { declaredDependencies, type ProjectInfo } from './project.ts';
+import type { ProjectInfo } from './project.ts';
 import {
   argsAfter,
+  detectNamedRunner,
   importedNames,
   importsAny,
   type RunnerAdapter,
   readRootConfig,
   scriptsInvoking,
-  scriptsMention,
   type TestSelection,
 } from './runner-common.ts';
 import { type StaticConfig, stringList } from './static-config.ts';
@@ -198,14 +198,7 @@ const ASSERTION_MODULES = [
 export const mochaRunner: RunnerAdapter = {
   name: 'mocha',
   apiModules: ['mocha'],
-  detect(project) {
-    if (declaredDependencies(project).has('mocha')) return 'mocha is a dependency';
-    const cfg = project.rootConfigs.find((f) => f.startsWith('.mocharc'));
-    if (cfg) return `${cfg} exists`;
-    if ((project.rootPackage as { mocha?: unknown } | null)?.mocha !== undefined)
-      return 'package.json has a "mocha" field';
-    return scriptsMention(project, /(^|[\s;&|(/])mocha(\s|$)/);
-  },
+  detect: (project) => detectNamedRunner(project, 'mocha', '.mocharc'),
   testFiles(project): TestSelection {
     const { source, config } = mochaConfig(project);
     const { specs, recursive, flags } = scriptArgs(project);

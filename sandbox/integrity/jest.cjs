@@ -7,7 +7,7 @@
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { hardenIntrinsics } = require('./harden.cjs');
-const { changedNames, mustFail, mustPass, mutationState, reportSentinel, snapshot } = require('./record.cjs');
+const { changedNames, expectCanaries, mutationState, reportSentinel, snapshot } = require('./record.cjs');
 
 const JEST_MATCHERS = Symbol.for('$$jest-matchers-object');
 
@@ -47,23 +47,7 @@ function changes() {
 
 async function canaries(e) {
   if (typeof e !== 'function') return { expect: 'threw: expect() is not reachable' };
-  return {
-    toBe: await mustFail(() => e(1).toBe(2)),
-    notToBe: await mustFail(() => e(1).not.toBe(1)),
-    toEqual: await mustFail(() => e({ a: [1, { b: 2 }] }).toEqual({ a: [1, { b: 3 }] })),
-    toEqualDate: await mustFail(() => e(new Date(0)).toEqual(new Date(1))),
-    toEqualMap: await mustFail(() => e(new Map([[1, 2]])).toEqual(new Map([[1, 3]]))),
-    toStrictEqual: await mustFail(() => e([1, undefined]).toStrictEqual([1])),
-    toMatchObject: await mustFail(() => e({ a: 1, b: 2 }).toMatchObject({ a: 2 })),
-    toThrow: await mustFail(() => e(() => 1).toThrow()),
-    toBeTruthy: await mustFail(() => e(0).toBeTruthy()),
-    toMatch: await mustFail(() => e('abc').toMatch(/z/)),
-    toContain: await mustFail(() => e([1]).toContain(2)),
-    toHaveLength: await mustFail(() => e([1]).toHaveLength(2)),
-    toBeCloseTo: await mustFail(() => e(0.1).toBeCloseTo(0.3, 5)),
-    resolves: await mustFail(() => e(Promise.resolve(1)).resolves.toBe(2)),
-    equalPasses: await mustPass(() => e({ a: [1] }).toEqual({ a: [1] })),
-  };
+  return expectCanaries(e);
 }
 
 /** Called by the sentinel's registration, after the file's top-level code: what its imports changed. */

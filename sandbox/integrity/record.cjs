@@ -134,6 +134,33 @@ async function mustPass(fn) {
   }
 }
 
+/**
+ * The canaries every jest-style `expect` (jest's, vitest's) must honour after the candidate loaded: each
+ * matcher here must fail on unequal values, and deep equality of equal values must pass.
+ */
+async function expectCanaries(e) {
+  return {
+    toBe: await mustFail(() => e(1).toBe(2)),
+    notToBe: await mustFail(() => e(1).not.toBe(1)),
+    toEqual: await mustFail(() => e({ a: [1, { b: 2 }] }).toEqual({ a: [1, { b: 3 }] })),
+    toEqualDate: await mustFail(() => e(new Date(0)).toEqual(new Date(1))),
+    toEqualMap: await mustFail(() => e(new Map([[1, 2]])).toEqual(new Map([[1, 3]]))),
+    toStrictEqual: await mustFail(() => e([1, undefined]).toStrictEqual([1])),
+    toMatchObject: await mustFail(() => e({ a: 1, b: 2 }).toMatchObject({ a: 2 })),
+    toThrow: await mustFail(() => e(() => 1).toThrow()),
+    toBeTruthy: await mustFail(() => e(0).toBeTruthy()),
+    toBeNull: await mustFail(() => e(1).toBeNull()),
+    toMatch: await mustFail(() => e('abc').toMatch(/z/)),
+    toContain: await mustFail(() => e([1]).toContain(2)),
+    toHaveLength: await mustFail(() => e([1]).toHaveLength(2)),
+    toHaveProperty: await mustFail(() => e({}).toHaveProperty('x')),
+    toBeCloseTo: await mustFail(() => e(0.1).toBeCloseTo(0.3, 5)),
+    toBeGreaterThan: await mustFail(() => e(1).toBeGreaterThan(2)),
+    resolves: await mustFail(() => e(Promise.resolve(1)).resolves.toBe(2)),
+    equalPasses: await mustPass(() => e({ a: [1] }).toEqual({ a: [1] })),
+  };
+}
+
 /** The mutation/coverage state an instrumented target left on globalThis, if any. */
 function mutationState() {
   const m = globalThis.__vtnode_mutation;
@@ -155,6 +182,7 @@ module.exports = {
   snapshot,
   mustFail,
   mustPass,
+  expectCanaries,
   mutationState,
   reportSentinel,
 };
