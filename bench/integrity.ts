@@ -44,6 +44,8 @@ async function worker(scorerModule: string, tasksFile: string): Promise<void> {
       rewards.push((await scorer.score({ task, workspaceDir: LEDGER, candidate })).reward);
   }
   process.stdout.write(`${JSON.stringify({ scored: rewards.length, rewards })}\n`);
+  // Today's scorer keeps type-check services (a scorer from before them has no close).
+  await (scorer as { close?: () => Promise<void> }).close?.();
 }
 
 /** Runs one scorer in a worker attached to a fresh cgroup; its exact CPU and the rewards it gave. */

@@ -74,3 +74,5 @@ const report = {
 process.stdout.write(renderReport(results));
 if (options.json) await writeFile(options.json, `${JSON.stringify(report, null, 2)}\n`);
 else process.stdout.write(`\n\`\`\`json\n${JSON.stringify(report)}\n\`\`\`\n`);
+// The type-check services the scorer started end with it.
+await (await opened.scorer)?.close();
