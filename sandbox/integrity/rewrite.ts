@@ -8,17 +8,26 @@ import type { TestRunner } from '../../protocol/task.ts';
 /** Folder of the harness modules (read-only inside the sandbox). */
 export const HARNESS_DIR = dirname(fileURLToPath(import.meta.url));
 /**
- * Content digest of everything that decides what the judged run checks: the harness modules, the
- * sentinel checks and the static tamper rules. Part of the evaluation fingerprint.
+ * Content digest of everything that decides what the judged run checks and how `tests` candidates are
+ * judged: the harness modules, the sentinel checks, the static tamper rules, the mutation operators,
+ * selection and schemata, and the strength judge (the mutant set follows from them and the workspace's
+ * content). Part of the evaluation fingerprint.
  */
 export const INTEGRITY_DIGEST = (() => {
   const h = createHash('sha256');
-  const files = readdirSync(HARNESS_DIR)
-    .filter((f) => /\.(?:[cm]?js|ts)$/.test(f))
-    .sort()
-    .map((f) => join(HARNESS_DIR, f));
-  for (const f of [...files, join(HARNESS_DIR, '..', 'tamper.ts')])
-    h.update(f.slice(HARNESS_DIR.length)).update(readFileSync(f));
+  const code = (dir: string) =>
+    readdirSync(dir)
+      .filter((f) => /\.(?:[cm]?js|ts)$/.test(f))
+      .sort()
+      .map((f) => join(dir, f));
+  const sandbox = join(HARNESS_DIR, '..');
+  const files = [
+    ...code(HARNESS_DIR),
+    ...code(join(sandbox, 'mutation')),
+    join(sandbox, 'tamper.ts'),
+    join(sandbox, 'strength.ts'),
+  ];
+  for (const f of files) h.update(f.slice(sandbox.length)).update(readFileSync(f));
   return `sha256:${h.digest('hex')}`;
 })();
 
