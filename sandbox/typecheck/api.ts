@@ -19,6 +19,7 @@
 // Printed types are compared as text (a signature's or class's type parameters renamed to positions):
 // an equivalent type spelled through another alias counts as changed. Tasks state the signatures to
 // keep, so a correct candidate keeps their spelling.
+import ts from 'typescript';
 import { z } from 'zod';
 
 const TypeInfo = z.object({
@@ -94,6 +95,58 @@ export type ApiSignatureInfo = z.infer<typeof ApiSignature>;
 export type ApiMemberInfo = z.infer<typeof ApiMember>;
 type TypeInfoT = z.infer<typeof TypeInfo>;
 
+const printer = ts.createPrinter({ removeComments: true, omitTrailingSemicolon: true });
+const canonicalCache = new Map<string, string>();
+
+const SCRATCH = ts.createSourceFile('t.ts', '', ts.ScriptTarget.Latest);
+
+/**
+ * Sorts (and dedupes) the members of every union in a type node, recursively. Intersections keep their
+ * order: it decides overload resolution when their members are callable.
+ */
+function sortUnions(node: ts.Node, context: ts.TransformationContext): ts.Node {
+  const visited = ts.visitEachChild(node, (n) => sortUnions(n, context), context);
+  if (!ts.isUnionTypeNode(visited)) return visited;
+  const printed = new Map<string, ts.TypeNode>();
+  for (const t of visited.types) printed.set(printer.printNode(ts.EmitHint.Unspecified, t, SCRATCH), t);
+  const sorted = [...printed.keys()].sort().map((k) => printed.get(k)!);
+  return context.factory.updateUnionTypeNode(visited, context.factory.createNodeArray(sorted));
+}
+
+/**
+ * A printed type with the members of its unions in a fixed order. The checker
+ * prints a union in the order its types were created, which differs between two programs holding the
+ * same declaration (`A | B` from one, `B | A` from the other): compared raw, an unchanged type would read
+ * as changed. Text that does not parse as a type is returned as it is.
+ */
+export function canonicalType(text: string): string {
+  const known = canonicalCache.get(text);
+  if (known !== undefined) return known;
+  const sf = ts.createSourceFile(
+    't.ts',
+    `type __T = ${text};`,
+    ts.ScriptTarget.Latest,
+    false,
+    ts.ScriptKind.TS,
+  );
+  const decl = sf.statements[0];
+  const diagnostics = (sf as unknown as { parseDiagnostics?: unknown[] }).parseDiagnostics ?? [];
+  let out = text;
+  if (sf.statements.length === 1 && decl && ts.isTypeAliasDeclaration(decl) && diagnostics.length === 0) {
+    const result = ts.transform(decl.type, [(context) => (root) => sortUnions(root, context) as ts.TypeNode]);
+    out = printer.printNode(ts.EmitHint.Unspecified, result.transformed[0]!, sf);
+    result.dispose();
+  }
+  if (canonicalCache.size > 10_000) canonicalCache.clear();
+  canonicalCache.set(text, out);
+  return out;
+}
+
+/** Two printed types are the same type up to the order of union members. */
+function sameType(a: string, b: string): boolean {
+  return a === b || canonicalType(a) === canonicalType(b);
+}
+
 /** Whether inferred (unannotated) types are held to the any-rules: TypeScript targets only. */
 interface Rules {
   inferred: boolean;
@@ -117,7 +170,8 @@ function typeChange(
 ): string[] {
   const lost = annotated || rules.inferred ? anyLoss(where, ref, cand) : [];
   if (lost.length > 0) return lost;
-  if (annotated && ref.type !== cand.type) return [`${where}: type changed from ${ref.type} to ${cand.type}`];
+  if (annotated && !sameType(ref.type, cand.type))
+    return [`${where}: type changed from ${ref.type} to ${cand.type}`];
   return [];
 }
 
@@ -148,7 +202,8 @@ function signatureDifferences(
     // JS: an unannotated parameter is any on both sides; only a declared type can be lost.
     const lost = p.annotated || rules.inferred ? anyLoss(at, p, c) : [];
     if (lost.length > 0) out.push(...lost);
-    else if (p.annotated && p.type !== c.type) out.push(`${at}: type changed from ${p.type} to ${c.type}`);
+    else if (p.annotated && !sameType(p.type, c.type))
+      out.push(`${at}: type changed from ${p.type} to ${c.type}`);
   });
   out.push(...typeChange(`${where} return`, ref.returns, cand.returns, ref.returnAnnotated, rules));
   return out;
@@ -212,9 +267,13 @@ function exportDifferences(ref: ApiExportInfo, cand: ApiExportInfo, rules: Rules
   const whole = ref.signatures.length + ref.constructSignatures.length + ref.members.length === 0;
   const declared = ref.declaredType !== null || ref.annotated;
   if (whole && (declared || rules.inferred)) out.push(...anyLoss(at, typeOf(ref), typeOf(cand)));
-  if (ref.annotated && whole && ref.type !== cand.type)
+  if (ref.annotated && whole && !sameType(ref.type ?? '', cand.type ?? ''))
     out.push(`${at}: type changed from ${ref.type} to ${cand.type}`);
-  if (ref.declaredType !== null && cand.declaredType !== null && ref.declaredType !== cand.declaredType)
+  if (
+    ref.declaredType !== null &&
+    cand.declaredType !== null &&
+    !sameType(ref.declaredType, cand.declaredType)
+  )
     out.push(`${at}: type changed from ${ref.declaredType} to ${cand.declaredType}`);
   out.push(...signatureListDifferences(at, ref.signatures, cand.signatures, rules));
   out.push(

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBwrapConfinement } from '../../sandbox/bwrap.ts';
-import { apiDifferences, type ExportedApi } from '../../sandbox/typecheck/api.ts';
+import { apiDifferences, canonicalType, type ExportedApi } from '../../sandbox/typecheck/api.ts';
 import { createTypecheckService, type TypecheckService } from '../../sandbox/typecheck/client.ts';
 import { REPO_ROOT } from './fixtures.ts';
 import { edit, original } from './typecheck-helpers.ts';
@@ -412,5 +412,61 @@ describe('apiDifferences, pure', () => {
     const reasons = apiDifferences(reference[TS_TARGET]!, empty);
     expect(reasons).toHaveLength(reference[TS_TARGET]!.exports.length);
     expect(new Set(reasons).size).toBe(reasons.length);
+  });
+});
+
+describe('printed types compared up to the order of union members', () => {
+  it.each([
+    ['A | B', 'B | A'],
+    ['Out<T, BaseIssue<unknown> | RawIssue<T>>', 'Out<T, RawIssue<T> | BaseIssue<unknown>>'],
+    ['(x: "a" | "b") => 1 | 2', '(x: "b" | "a") => 2 | 1'],
+    [
+      '{ a: string | number; b: Array<null | undefined>; }',
+      '{ a: number | string; b: Array<undefined | null>; }',
+    ],
+  ])('%s equals %s', (a, b) => {
+    expect(canonicalType(a)).toBe(canonicalType(b));
+  });
+
+  it.each([
+    ['A | B', 'A | C'],
+    ['((a: string) => 1) & ((a: number) => 2)', '((a: number) => 2) & ((a: string) => 1)'],
+    ['string', 'any'],
+    ['{ a: string; b: number; }', '{ b: number; a: string; }'],
+  ])('%s differs from %s', (a, b) => {
+    expect(canonicalType(a)).not.toBe(canonicalType(b));
+  });
+
+  it('keeps text that is not a type as it is', () => {
+    expect(canonicalType('not a ) type')).toBe('not a ) type');
+  });
+
+  it('reads an exported type that only reorders a union as unchanged', () => {
+    const api = (type: string): ExportedApi => ({
+      language: 'ts',
+      exports: [
+        {
+          name: 'run',
+          kinds: ['variable'],
+          type,
+          declaredType: null,
+          anyKind: null,
+          containsAny: false,
+          annotated: true,
+          signatures: [],
+          constructSignatures: [],
+          members: [],
+        },
+      ],
+    });
+    expect(
+      apiDifferences(
+        api('Out<BaseIssue<unknown> | RawIssue<T>>'),
+        api('Out<RawIssue<T> | BaseIssue<unknown>>'),
+      ),
+    ).toEqual([]);
+    expect(
+      apiDifferences(api('Out<BaseIssue<unknown> | RawIssue<T>>'), api('Out<RawIssue<T>>')),
+    ).toHaveLength(1);
   });
 });
