@@ -1,6 +1,7 @@
 'use strict';
 // What every runner's integrity harness shares: attributing a write to the code that made it, recording
 // violations, watching properties of the runner's task objects, and the sentinel's one-line message.
+const { fileURLToPath } = require('node:url');
 const { pristine } = require('./harden.cjs');
 
 /** Prefix of the sentinel's failure message; the scorer reads the JSON that follows it. */
@@ -30,7 +31,8 @@ function callSites() {
 function fileOf(site) {
   const name = site.getFileName?.() ?? null;
   if (!name) return null;
-  return name.startsWith('file://') ? decodeURIComponent(new URL(name).pathname) : name;
+  // node:url's, not the global URL: a jsdom test environment replaces that one.
+  return name.startsWith('file://') ? fileURLToPath(name) : name;
 }
 
 /**

@@ -341,10 +341,13 @@ export function activatorSource(spec: ActivatorSpec): string {
     // jest compiles ES syntax to CommonJS: __dirname, not import.meta.
     const esmWrite = spec.esm && spec.runner !== 'jest';
     imports.push(
-      esmWrite ? `import { writeFileSync } from 'node:fs';` : `const { writeFileSync } = require('node:fs');`,
+      esmWrite
+        ? `import { writeFileSync } from 'node:fs';\nimport { join as __vtJoin, dirname as __vtDirname } from 'node:path';\nimport { fileURLToPath as __vtPath } from 'node:url';`
+        : `const { writeFileSync } = require('node:fs');`,
     );
+    // Never the global URL: a jsdom or happy-dom test environment replaces it, and node:fs refuses theirs.
     const target = esmWrite
-      ? `new URL(${name}, import.meta.url)`
+      ? `__vtJoin(__vtDirname(__vtPath(import.meta.url)), ${name})`
       : `require('node:path').join(__dirname, ${name})`;
     write = `  writeFileSync(${target}, JSON.stringify({ format: 'vtnode-mutation-coverage/1', hits: s.hits, tripped: s.tripped, cov: s.cov }));\n`;
   }

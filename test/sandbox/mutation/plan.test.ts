@@ -83,6 +83,9 @@ describe('planMutationRun', () => {
       expect(act).toContain(`s.active = ${JSON.stringify(id === null ? null : tokens[id])};`);
       expect(act).toContain("import { afterAll } from 'vitest';");
       expect(act.includes('writeFileSync')).toBe(id === null); // only the reference writes coverage
+      // The coverage path never goes through the global URL (jsdom replaces it; node:fs refuses theirs).
+      expect(act).not.toContain('new URL(');
+      if (id === null) expect(act).toContain('__vtPath(import.meta.url)');
     }
   });
 
