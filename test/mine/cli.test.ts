@@ -154,7 +154,7 @@ describe('vtnode mine', () => {
       'package.json': vitestPackage,
       'src/a.ts': '// ACME-CONFIDENTIAL\nexport const a = 1;\n',
       'src/a.test.ts': testFile("import { a } from './a.ts';", 'expect(a).toBe(1);'),
-      'src/b.ts': 'export const b = 2;\n',
+      'src/b.ts': 'export const b = 2 > 1 ? 2 : 0;\n',
       'src/b.test.ts': testFile("import { b } from './b.ts';", 'expect(b).toBe(2);'),
     });
     const terms = join(root, 'deny.txt');
