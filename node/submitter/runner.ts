@@ -31,7 +31,7 @@ export interface CampaignRunnerOptions {
   maxAttempts?: number;
   /** Load slack ε of the bounded-load rendezvous placement. */
   epsilon?: number;
-  /** How long to wait for an eligible node before giving up the campaign, ms. */
+  /** How long to wait for an eligible node before giving up the campaign, ms (nodes cooling down after failures are waited for). */
   noNodeTimeoutMs?: number;
   /** Called when progress changes (throttle on the caller's side). */
   onProgress?: () => void;
@@ -194,6 +194,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   function placeAll(now: number): void {
     let placedAny = false;
     let blocked: string | null = null;
+    let coolingDown = false;
     for (const work of book.pending()) {
       const task = options.tasks.get(work.taskId);
       if (!task) continue;
@@ -205,6 +206,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       );
       if (!p.ok) {
         blocked = p.message;
+        if (p.rejected.some((r) => r.rejection.code === 'cooling-down')) coolingDown = true;
         continue;
       }
       // Never more jobs on a node than its slots: the chosen node if it has room, else the next in
@@ -224,7 +226,9 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     }
     if (blocked && !placedAny && book.jobs().length === 0) {
       lastProblem = blocked;
-      noNodeSince ??= now;
+      // A node cooling down after failures comes back (and a task's placements are bounded by
+      // maxAttempts): only a fleet where no node could ever take the work stalls the campaign.
+      noNodeSince = coolingDown ? null : (noNodeSince ?? now);
     } else {
       noNodeSince = null;
     }
