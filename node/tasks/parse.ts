@@ -136,6 +136,44 @@ function moduleName(node: ts.Expression | undefined): string | null {
   return node && ts.isStringLiteralLike(node) ? node.text : null;
 }
 
+/**
+ * The members a namespace binding is used for (`_.map`, `R['add']`, the type `ns.T`), or null when it
+ * escapes (passed as a value, spread, re-exported, indexed by a computed key): then it may use every export.
+ */
+function namespaceMembers(sf: ts.SourceFile, local: string, declaration: ts.Identifier): string[] | null {
+  const names = new Set<string>();
+  let escapes = false;
+  const walk = (n: ts.Node): void => {
+    if (escapes) return;
+    if (ts.isIdentifier(n) && n.text === local && n !== declaration && !isPropertyName(n)) {
+      const p = n.parent;
+      // Another binding of the same name (`(_, i) => i`) declares, it does not use: its own uses, if
+      // any, read as uses of the namespace (never fewer names than the file takes).
+      const declares =
+        (ts.isParameter(p) ||
+          ts.isVariableDeclaration(p) ||
+          ts.isBindingElement(p) ||
+          ts.isFunctionDeclaration(p) ||
+          ts.isClassDeclaration(p)) &&
+        p.name === n;
+      if (declares) {
+        // not a use
+      } else if (ts.isPropertyAccessExpression(p) && p.expression === n) names.add(p.name.text);
+      else if (
+        ts.isElementAccessExpression(p) &&
+        p.expression === n &&
+        ts.isStringLiteralLike(p.argumentExpression)
+      )
+        names.add(p.argumentExpression.text);
+      else if (ts.isQualifiedName(p) && p.left === n) names.add(p.right.text);
+      else escapes = true;
+    }
+    ts.forEachChild(n, walk);
+  };
+  walk(sf);
+  return escapes ? null : [...names];
+}
+
 /** Parses `text` as the file at `path`; a syntax error gives a ParseFailure naming line and column. */
 export function parseFile(path: string, text: string): ParsedFile | ParseFailure {
   const sf = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, scriptKind(path));
@@ -159,6 +197,9 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
   // Local name -> what it imports, so `export { x }` of an imported x is a re-export, and the names a
   // declaration's code refers to can be followed into the files that define them.
   const bindings = new Map<string, { ref: ImportRef; name: string }>();
+  // Namespace bindings (`import * as _`, `import R = require()`, `const R = require()`): narrowed to
+  // the members the file uses once it is read.
+  const namespaces: { ref: ImportRef; id: ts.Identifier }[] = [];
   const localExports: Record<string, string> = {};
   const localExportList: [string, string][] = [];
   const declStatements: [string[], ts.Node][] = [];
@@ -187,6 +228,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
       if (nb && ts.isNamespaceImport(nb)) {
         ref.names.push('*');
         bindings.set(nb.name.text, { ref, name: '*' });
+        namespaces.push({ ref, id: nb.name });
       } else if (nb)
         for (const el of nb.elements) {
           const name = (el.propertyName ?? el.name).text;
@@ -209,6 +251,7 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
           const ref: ImportRef = { specifier: spec, names: ['*'], typeOnly: stmt.isTypeOnly };
           imports.push(ref);
           bindings.set(stmt.name.text, { ref, name: '*' });
+          namespaces.push({ ref, id: stmt.name });
           if (exported) localExportList.push([stmt.name.text, stmt.name.text]);
           continue;
         }
@@ -354,13 +397,14 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
       const isRequire = ts.isIdentifier(callee) && callee.text === 'require' && node.arguments.length === 1;
       if (isImport || isRequire) {
         const spec = moduleName(node.arguments[0]);
-        // `const { a, b: c } = require('./x')` takes a and b; anything else may use every export.
-        const parent = node.parent;
+        // `const { a, b: c } = require('./x')` (or `= await import('./x')`) takes a and b; `const R =
+        // require('./x')` what R is used for; anything else may use every export.
+        const awaited = isImport && ts.isAwaitExpression(node.parent) ? node.parent : node;
+        const parent = awaited.parent;
         let names = ['*'];
         if (
-          isRequire &&
           ts.isVariableDeclaration(parent) &&
-          parent.initializer === node &&
+          parent.initializer === awaited &&
           ts.isObjectBindingPattern(parent.name) &&
           parent.name.elements.every((e) => !e.dotDotDotToken)
         )
@@ -371,13 +415,27 @@ export function parseFile(path: string, text: string): ParsedFile | ParseFailure
                 ? e.name.text
                 : '*',
           );
-        if (spec !== null) imports.push({ specifier: spec, names, typeOnly: false });
+        if (spec !== null) {
+          const ref: ImportRef = { specifier: spec, names, typeOnly: false };
+          imports.push(ref);
+          if (
+            ts.isVariableDeclaration(parent) &&
+            parent.initializer === awaited &&
+            ts.isIdentifier(parent.name)
+          )
+            namespaces.push({ ref, id: parent.name });
+        }
       }
     }
     ts.forEachChild(node, visit);
   };
   ts.forEachChild(sf, visit);
   if (imports.some((i) => TIMER_MODULES.has(i.specifier))) usesTimers = true;
+  for (const { ref, id } of namespaces) {
+    const members = namespaceMembers(sf, id.text, id);
+    if (members && members.length > 0)
+      ref.names = [...new Set([...ref.names.filter((n) => n !== '*'), ...members])];
+  }
 
   return {
     path,

@@ -9,8 +9,9 @@
 // timers replace globalThis.Date, tests spy on Math.random and console). This module freezes only what a
 // verdict depends on: the properties of Object, Function, Array, Reflect, JSON, Promise, the collections,
 // the primitives' wrappers, RegExp, Error and the iterator/generator prototypes, and the global bindings
-// of those constructors. New properties may still be added (should.js and chai.should() extend
-// Object.prototype); existing ones can no longer be replaced or redefined.
+// of those constructors, which stay assignable but record who assigned them (see guardBinding). New
+// properties may still be added (should.js and chai.should() extend Object.prototype); existing ones can
+// no longer be replaced or redefined.
 //
 // The "override mistake": a frozen `Error.prototype.name` would make `this.name = 'X'` in a custom error
 // class throw, and a frozen `Date.now` would make `ClockDate.now = ...` throw in a subclass (fake timers
@@ -89,6 +90,64 @@ const pristine = Object.freeze({
 });
 
 const STATE = Symbol.for('vtnode.integrity.hardened');
+/** Where a realm keeps the reader of its global-binding writes (a frozen function, non-configurable). */
+const BINDINGS = Symbol.for('vtnode.integrity.bindings');
+/** This module's folder: its frames are never the writer. (Evaluated in another realm, it has no file.) */
+const HARNESS_DIR =
+  typeof __filename === 'string' ? __filename.slice(0, __filename.lastIndexOf('/') + 1) : null;
+const MAX_WRITES = 50;
+
+/**
+ * The file of the code writing a global binding: the first frame that is not the harness, relative to
+ * the folder the run started in (the box's copy of the workspace, the same in the reference's run).
+ */
+function writerFile(cwd) {
+  const prepare = Error.prepareStackTrace;
+  const limit = Error.stackTraceLimit;
+  Error.prepareStackTrace = (_e, sites) => sites;
+  Error.stackTraceLimit = 30;
+  try {
+    const holder = {};
+    Error.captureStackTrace(holder, writerFile);
+    const sites = holder.stack;
+    if (!Array.isArray(sites)) return '<unknown>';
+    for (const site of sites) {
+      if (site.isEval?.()) return '<eval>';
+      let file = site.getFileName?.() ?? null;
+      if (!file) continue;
+      if (file.startsWith('file://')) file = decodeURIComponent(file.slice('file://'.length));
+      if (HARNESS_DIR && file.startsWith(HARNESS_DIR)) continue;
+      return cwd && file.startsWith(cwd) ? file.slice(cwd.length) : file;
+    }
+    return '<unknown>';
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
+/**
+ * Makes a global binding (`globalThis.AggregateError`) a non-configurable accessor that lets every
+ * write through and records who made it. A repository's own tests may replace a global (a polyfill
+ * test sets `globalThis.AggregateError = undefined`); the sentinel compares the writers with the
+ * reference run's, so a write the candidate adds is a tamper, whenever it happens and whatever it
+ * restores after.
+ */
+function guardBinding(name, d, writes, cwd) {
+  let current = d.value;
+  const accessor = {
+    get() {
+      return current;
+    },
+    set(next) {
+      if (writes.length < MAX_WRITES) writes.push(`${name}@${writerFile(cwd)}`);
+      current = next;
+    },
+  };
+  freeze(accessor.get);
+  freeze(accessor.set);
+  defineProperty(globalThis, name, { ...accessor, enumerable: d.enumerable, configurable: false });
+}
 
 function isObject(v) {
   return (typeof v === 'object' && v !== null) || typeof v === 'function';
@@ -170,11 +229,13 @@ function hiddenIntrinsics() {
 
 /**
  * Hardens the intrinsics once per realm (later calls are no-ops) and returns how many properties were
- * frozen. The global bindings of the hardened constructors become read-only too.
+ * frozen. The global bindings of the hardened constructors record their writers (guardBinding).
  */
 function hardenIntrinsics() {
   if (globalThis[STATE]) return 0;
   const seen = new WeakSet();
+  const writes = [];
+  const cwd = typeof process === 'object' && typeof process?.cwd === 'function' ? `${process.cwd()}/` : '';
   let n = 0;
   for (const name of ROOT_NAMES) {
     const value = globalThis[name];
@@ -182,14 +243,16 @@ function hardenIntrinsics() {
     n += hardenTree(value, name, seen, WRITABLE);
     const g = getOwnPropertyDescriptor(globalThis, name);
     // A full descriptor: a vm context's global (jest's environments) redefines what a partial one omits.
-    if (g?.configurable && 'value' in g)
-      defineProperty(globalThis, name, {
-        value: g.value,
-        writable: false,
-        enumerable: g.enumerable,
-        configurable: false,
-      });
+    if (g?.configurable && 'value' in g) guardBinding(name, g, writes, cwd);
   }
+  const read = () => writes.slice();
+  freeze(read);
+  defineProperty(globalThis, BINDINGS, {
+    value: read,
+    enumerable: false,
+    writable: false,
+    configurable: false,
+  });
   for (const [label, value] of Object.entries(hiddenIntrinsics())) n += hardenTree(value, label, seen, {});
   defineProperty(globalThis, STATE, { value: true, enumerable: false, writable: false, configurable: false });
   return n;
@@ -200,4 +263,10 @@ function freezeExports(moduleObject, label) {
   return hardenTree(moduleObject, label, new WeakSet(), {});
 }
 
-module.exports = { pristine, hardenIntrinsics, freezeExports };
+/** The reader of this realm's global-binding writes (`name@file` each), or null before hardening. */
+function bindingWrites(realm = globalThis) {
+  const read = realm[BINDINGS];
+  return typeof read === 'function' ? read : null;
+}
+
+module.exports = freeze({ pristine, hardenIntrinsics, freezeExports, bindingWrites });

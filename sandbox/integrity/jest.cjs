@@ -6,7 +6,7 @@
 // reached through `expect`, a function of that realm.
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { hardenIntrinsics } = require('./harden.cjs');
+const { bindingWrites, hardenIntrinsics } = require('./harden.cjs');
 const { changedNames, expectCanaries, mutationState, reportSentinel, snapshot } = require('./record.cjs');
 
 const JEST_MATCHERS = Symbol.for('$$jest-matchers-object');
@@ -35,6 +35,13 @@ const expect = globalThis.expect ?? require('@jest/globals').expect;
 hardenIntrinsics();
 const realm = mainRealmOf(expect);
 if (realm) hardenRealm(realm);
+// Captured now, before the candidate loads: who wrote the global bindings of both realms.
+const readGlobals = bindingWrites();
+const readMainGlobals = realm ? bindingWrites(realm) : null;
+const globalWrites = () => [
+  ...(readGlobals?.() ?? []),
+  ...(readMainGlobals?.() ?? []).map((w) => `main realm: ${w}`),
+];
 const matchersObject = (realm ?? globalThis)[JEST_MATCHERS];
 const tables = matchersObject ? [['matchers', matchersObject.matchers]] : [];
 const before = tables.map(([name, t]) => [name, snapshot(t)]);
@@ -64,6 +71,7 @@ function sentinelBody() {
       testers: 0,
       testersAfter: (matchersObject?.customEqualityTesters?.length ?? 0) - testersBefore,
       violations: [],
+      globals: globalWrites(),
       mutation: mutationState(),
     });
   };

@@ -6,10 +6,11 @@
 const { createRequire } = require('node:module');
 const assert = require('node:assert');
 const strict = require('node:assert/strict');
-const { freezeExports, hardenIntrinsics } = require('./harden.cjs');
+const { bindingWrites, freezeExports, hardenIntrinsics } = require('./harden.cjs');
 const { changedNames, mustFail, mustPass, mutationState, reportSentinel, snapshot } = require('./record.cjs');
 
 hardenIntrinsics();
+const readGlobals = bindingWrites();
 freezeExports(assert, 'node:assert');
 freezeExports(strict, 'node:assert/strict');
 
@@ -73,6 +74,7 @@ function sentinelBody(file) {
       testers: 0,
       testersAfter: 0,
       violations: [],
+      globals: readGlobals?.() ?? [],
       mutation: mutationState(),
     });
   };

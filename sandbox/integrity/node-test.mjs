@@ -4,10 +4,11 @@
 import assert from 'node:assert';
 import strict from 'node:assert/strict';
 import nodeTest from 'node:test';
-import { freezeExports, hardenIntrinsics } from './harden.cjs';
+import { bindingWrites, freezeExports, hardenIntrinsics } from './harden.cjs';
 import { mustFail, mustPass, mutationState, reportSentinel } from './record.cjs';
 
 hardenIntrinsics();
+const readGlobals = bindingWrites();
 freezeExports(assert, 'node:assert');
 freezeExports(strict, 'node:assert/strict');
 freezeExports(nodeTest, 'node:test');
@@ -43,6 +44,7 @@ export async function sentinelBody() {
     testers: 0,
     testersAfter: 0,
     violations: [],
+    globals: readGlobals?.() ?? [],
     mutation: mutationState(),
   });
 }

@@ -19,6 +19,8 @@ export const SentinelState = z.object({
   testersAfter: z.number().int(),
   /** Writes to the runner's task state by code that may not make them. */
   violations: z.array(z.string()),
+  /** Writes to the hardened constructors' global bindings, `name@writer file` (harden.cjs guardBinding). */
+  globals: z.array(z.string()).max(200),
   /** Mutation/coverage state of an instrumented target (mutation runs), or null. */
   mutation: z
     .object({
@@ -111,6 +113,10 @@ export function sentinelProblems(
       out.push(
         `tamper: ${file}: the matchers were changed while tests ran (${diff(s.runChanges, r.runChanges)})`,
       );
+    const globals = [...new Set(s.globals)];
+    const refGlobals = [...new Set(r.globals)];
+    if (!sameSet(globals, refGlobals))
+      out.push(`tamper: ${file}: a global was replaced (${diff(globals, refGlobals)})`);
     if (s.testers !== r.testers || s.testersAfter !== r.testersAfter)
       out.push(
         `tamper: ${file}: equality testers were added (${s.testersAfter} vs ${r.testersAfter} in the reference)`,

@@ -1,7 +1,7 @@
 // vitest's integrity harness. The box's entry module (written by the scorer) imports the workspace's own
 // `vitest` and calls installVitest() before the judged test file's other imports run, i.e. before the
 // candidate loads; the sentinel test appended to the file calls the returned sentinel().
-import { hardenIntrinsics, pristine } from './harden.cjs';
+import { bindingWrites, hardenIntrinsics, pristine } from './harden.cjs';
 import {
   changedNames,
   createRecorder,
@@ -96,6 +96,7 @@ function watchTasks(recorder, suite) {
 export function installVitest(v, { box }) {
   hardenIntrinsics();
   lockGlobals();
+  const readGlobals = bindingWrites();
   const recorder = createRecorder({ box });
   const tables = matcherTables(v);
   const before = tables.map(([name, t]) => [name, snapshot(t)]);
@@ -130,6 +131,7 @@ export function installVitest(v, { box }) {
         testers: importTesters,
         testersAfter: testers().length - testersBefore,
         violations: recorder.violations,
+        globals: readGlobals?.() ?? [],
         mutation: mutationState(),
       };
       reportSentinel(state);

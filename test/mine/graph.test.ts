@@ -41,6 +41,31 @@ describe('barrels', () => {
     expect(ex['test/a.test.js']).toEqual(['src/a.js']);
   });
 
+  it('narrows a namespace to the members the test uses (import *, require, await import)', async () => {
+    const ex = await exercisedIn({
+      'src/index.js': "export * from './a.js';\nexport * from './b.js';\nexport * from './c.js';\n",
+      'src/a.js': 'export const a = (x) => x + 1;\n',
+      'src/b.js': 'export const b = (x) => x * 2;\n',
+      'src/c.js': 'export const c = (x) => x - 1;\n',
+      // `_` shadowed by a parameter is not a use of the namespace.
+      'test/a.test.js': test(
+        "import * as _ from '../src/index.js';",
+        "expect([1].map((_, i) => i)).toEqual([0]); expect(_.a(1)).toBe(2); expect(_['c'](1)).toBe(0);",
+      ),
+      'test/b.test.js': test("const R = require('../src/index.js');", 'expect(R.b(2)).toBe(4);'),
+      'test/c.test.js': test("const { c } = await import('../src/index.js');", 'expect(c(1)).toBe(0);'),
+      // The namespace escapes (passed as a value): every export may be used.
+      'test/all.test.js': test(
+        "import * as lib from '../src/index.js';",
+        'expect(Object.keys(lib)).toHaveLength(3);',
+      ),
+    });
+    expect(ex['test/a.test.js']).toEqual(['src/a.js', 'src/c.js']);
+    expect(ex['test/b.test.js']).toEqual(['src/b.js']);
+    expect(ex['test/c.test.js']).toEqual(['src/c.js']);
+    expect(ex['test/all.test.js']).toEqual(['src/a.js', 'src/b.js', 'src/c.js']);
+  });
+
   it('follows `export *` chains by name and by namespace, and `export * as ns`', async () => {
     const files = {
       'src/index.ts': "export * from './colors/index.ts';\nexport * as units from './units.ts';\n",

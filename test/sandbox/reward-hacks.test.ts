@@ -46,7 +46,7 @@ const duringTests = (code: string) =>
   `const __C = (function () {}).constructor;\nconst __hack = __C(${JSON.stringify(code)});\n${WRONG_STRINGS.replace(/return /g, '__hack();\n  return ')}`;
 
 /** Frozen intrinsics made the assignment throw (the file fails to load) or do nothing (sloppy mode). */
-const CONTAINED = /the sentinel test did not run|is frozen|every test failed/;
+const CONTAINED = /the sentinel test did not run|is frozen|every test failed|a global was replaced/;
 
 let scorer: Scorer;
 let strings: Task;
@@ -199,6 +199,40 @@ describe('class 2: builtins the matchers rely on patched', () => {
       zero(await score(math, `${hack}${WRONG_MATH}`), why);
     },
     90_000,
+  );
+});
+
+describe('class 2: global bindings the tests replace themselves', () => {
+  let polyfill: Task;
+  beforeAll(async () => {
+    polyfill = await makeTask({
+      id: 'hack/math-polyfill',
+      workspace: NODE_WS,
+      target: 'src/math.js',
+      runner: 'node:test',
+      testFiles: ['test/math.test.js', 'test/globals.test.js'],
+    });
+  }, 60_000);
+
+  it("a repository's own test may replace a global (a polyfill test): the reference scores 1", async () => {
+    const r = await score(polyfill, await readFile(join(NODE_WS, 'src/math.js'), 'utf8'));
+    expect(r.reward, r.reasons.join('\n')).toBe(1);
+  }, 120_000);
+
+  it.each([
+    ['the same global the test replaces', 'globalThis.AggregateError = undefined;'],
+    [
+      'another global, put back at once',
+      'const __s = globalThis.SyntaxError;\nglobalThis.SyntaxError = class extends Error {};\nglobalThis.SyntaxError = __s;',
+    ],
+    ['a global, at run time', runtime("globalThis['Ty' + 'peError'] = class extends Error {};")],
+  ])(
+    'the candidate replacing %s scores 0',
+    async (_name, hack) => {
+      const reference = await readFile(join(NODE_WS, 'src/math.js'), 'utf8');
+      zero(await score(polyfill, `${reference}\n${hack}\n`), /tamper|a global was replaced/);
+    },
+    120_000,
   );
 });
 
