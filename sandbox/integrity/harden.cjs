@@ -194,7 +194,9 @@ function hardenTree(obj, label, seen, writable) {
   if (!isObject(obj) || seen.has(obj)) return 0;
   seen.add(obj);
   const isPrototype = /(?:^|\.)prototype$|\[\[Prototype\]\]$/.test(label);
-  const keep = writable[label] ?? [];
+  // By label from the roots; by identity when another walk reaches the object (node:assert's
+  // AssertionError leads to Error: its prepareStackTrace must stay writable there too).
+  const keep = writable[label] ?? (obj === Error ? WRITABLE.Error : []);
   let n = 0;
   for (const key of ownKeys(obj)) {
     const d = getOwnPropertyDescriptor(obj, key);
@@ -269,4 +271,7 @@ function bindingWrites(realm = globalThis) {
   return typeof read === 'function' ? read : null;
 }
 
-module.exports = freeze({ pristine, hardenIntrinsics, freezeExports, bindingWrites });
+// A literal object (Node's ESM import of a CommonJS module reads its names from it), then frozen: a
+// candidate that requires this module cannot swap what the sentinels call.
+module.exports = { pristine, hardenIntrinsics, freezeExports, bindingWrites };
+freeze(module.exports);

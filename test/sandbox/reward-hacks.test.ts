@@ -214,9 +214,13 @@ describe('class 2: global bindings the tests replace themselves', () => {
     });
   }, 60_000);
 
-  it("a repository's own test may replace a global (a polyfill test): the reference scores 1", async () => {
-    const r = await score(polyfill, await readFile(join(NODE_WS, 'src/math.js'), 'utf8'));
-    expect(r.reward, r.reasons.join('\n')).toBe(1);
+  it("a repository's own test may replace a global (a polyfill test): the reference is not held to it", async () => {
+    const reference = await readFile(join(NODE_WS, 'src/math.js'), 'utf8');
+    const r = await score(polyfill, reference);
+    // The fixture's math tests fail one case on purpose: the reward is the one without the polyfill test's.
+    expect(r.reward, r.reasons.join('\n')).toBe((await score(math, reference)).reward);
+    expect(r.reasons.join('\n')).not.toMatch(/tamper|global/);
+    expect(r.tests.find((t) => t.file === 'test/globals.test.js')?.status).toBe('passed');
   }, 120_000);
 
   it.each([
