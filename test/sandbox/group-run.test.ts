@@ -77,9 +77,19 @@ describe('the gate', () => {
       }),
     ).rejects.toThrow(/cannot start the run: no cgroup today/);
     expect(existsSync(marker)).toBe(false);
-    // The held leader was killed (a zombie until reaped counts as gone).
-    const state = await readFile(`/proc/${leader}/stat`, 'utf8').catch(() => ') Z');
-    expect(state.slice(state.lastIndexOf(')') + 2, state.lastIndexOf(')') + 3)).toBe('Z');
+    // The held leader was killed (a zombie until reaped counts as gone): wait for the kill to land.
+    const stateOf = async () => {
+      const stat = await readFile(`/proc/${leader}/stat`, 'utf8').catch(() => ') Z');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    };
+    let state = await stateOf();
+    for (
+      const deadline = Date.now() + 10_000;
+      state !== 'Z' && Date.now() < deadline;
+      state = await stateOf()
+    )
+      await new Promise((r) => setTimeout(r, 20));
+    expect(state).toBe('Z');
   });
 });
 
