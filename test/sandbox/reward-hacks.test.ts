@@ -223,6 +223,19 @@ describe('class 2: global bindings the tests replace themselves', () => {
     expect(r.tests.find((t) => t.file === 'test/globals.test.js')?.status).toBe('passed');
   }, 120_000);
 
+  it("a repository's tests with fake timers (which write Date.prototype's methods back) keep the reference at 1", async () => {
+    const timers = await makeTask({
+      id: 'hack/strings-timers',
+      workspace: VITEST_WS,
+      target: 'src/strings.ts',
+      runner: 'vitest',
+      testFiles: ['test/strings.test.ts', 'test/timers.test.ts'],
+    });
+    const r = await score(timers, await readFile(join(VITEST_WS, 'src/strings.ts'), 'utf8'));
+    expect(r.reward, r.reasons.join('\n')).toBe(1);
+    expect(r.tests.find((t) => t.file === 'test/timers.test.ts')?.status).toBe('passed');
+  }, 120_000);
+
   it.each([
     ['the same global the test replaces', 'globalThis.AggregateError = undefined;'],
     [
