@@ -193,7 +193,9 @@ export function createStrengthJudge(judges: JudgeRunner): StrengthJudge {
       workspaceDir,
       overlay: plan.overlay,
       testFiles: plan.testFiles,
-      extraArgs: plan.registry === 'shared' ? ['--isolate=false'] : [],
+      // vitest: the registry the plan needs, whatever the workspace's config says (a config with
+      // `isolate: false` would share a stateful target's module between copies).
+      extraArgs: plan.runner === 'vitest' ? [plan.registry === 'shared' ? '--isolate=false' : '--isolate'] : [],
       collect: [plan.coverageFile],
       timeScale: 1 + plan.testFiles.length / 4,
       ...(signal ? { signal } : {}),
