@@ -505,13 +505,16 @@ export function createScorer(options: ScorerOptions): Scorer {
       let typecheck: ScoreResult['typecheck'] = task.judge.typecheck ? 'not-run' : 'not-configured';
       let checked: Awaited<ReturnType<typeof typechecks.check>> | null = null;
       if (typecheck === 'not-run' && computeReward({ ...input, typecheck: 'not-configured' }).reward > 0) {
-        checked = await typechecks.check({
-          task,
-          workspaceDir,
-          workspaceId: wsId,
-          candidate,
-          ...(req.signal ? { signal: req.signal } : {}),
-        });
+        // A service that died or hit its wall backstop starts again at the next check: try again.
+        for (let attempt = 0; attempt <= infraRetries && (checked === null || 'infra' in checked); attempt++)
+          checked = await typechecks.check({
+            task,
+            workspaceDir,
+            workspaceId: wsId,
+            candidate,
+            ...(req.signal ? { signal: req.signal } : {}),
+          });
+        checked = checked!;
         if ('infra' in checked)
           return {
             ...errorResult(task, checked.infra, warnings, ref.fingerprint, checked.run),

@@ -195,7 +195,8 @@ export function createStrengthJudge(judges: JudgeRunner): StrengthJudge {
       testFiles: plan.testFiles,
       // vitest: the registry the plan needs, whatever the workspace's config says (a config with
       // `isolate: false` would share a stateful target's module between copies).
-      extraArgs: plan.runner === 'vitest' ? [plan.registry === 'shared' ? '--isolate=false' : '--isolate'] : [],
+      extraArgs:
+        plan.runner === 'vitest' ? [plan.registry === 'shared' ? '--isolate=false' : '--isolate'] : [],
       collect: [plan.coverageFile],
       timeScale: 1 + plan.testFiles.length / 4,
       ...(signal ? { signal } : {}),
