@@ -273,8 +273,15 @@ function outcomeOf(plan: MutationPlan, result: JudgeRun, selected: string[]): Mu
   if (result.infra) return { kind: 'infra', error: result.infra };
   if (!result.verdict) return { kind: 'void', problem: result.failure ?? 'the mutation run gave no verdict' };
   const problems: string[] = [];
-  for (const [file, reading] of result.sentinels)
+  for (const [file, reading] of result.sentinels) {
+    // A mutant that breaks the file's loading (an error outside any case) kills it, and the sentinel
+    // appended to that copy never runs: that is the kill, not a tamper. The reference's and the decoys'
+    // copies must still report (a candidate cannot tell a decoy from a mutant).
+    const id = plan.mutantOf.get(file);
+    const mutantCopy = id !== null && id !== undefined && !plan.decoys.has(id);
+    if (mutantCopy && !reading.ok) continue;
     problems.push(...sentinelProblems(file, reading, undefined));
+  }
   const m = killMatrix(plan, result.verdict);
   if (m.missing.length > 0 || m.reference === 'missing' || m.unattributed.length > 0)
     return {

@@ -9,7 +9,7 @@ import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, type Scorer } from '../../sandbox/scorer.ts';
 import { runSelfTest } from '../../sandbox/self-test.ts';
 import { createUnconfined } from '../../sandbox/unconfined.ts';
-import { fixtureTasks, prepareFixtures, REPO_ROOT, VITEST_WS } from './fixtures.ts';
+import { fixtureTasks, makeTask, prepareFixtures, REPO_ROOT, VITEST_WS } from './fixtures.ts';
 
 const run = promisify(execFile);
 const cli = (args: string[]) =>
@@ -98,6 +98,34 @@ describe('scorer (bwrap)', () => {
     });
     expect(wrong.reward).toBe(0);
     expect(wrong.reasons).toContain("1 of the candidate's tests fail on the reference");
+  }, 240_000);
+
+  it('counts a mutant that breaks the test file at load as killed, not as a tamper', async () => {
+    // A module-level table built by a function: some mutants throw while the module loads, so the copy's
+    // sentinel never runs. That copy's mutant is killed; the original still earns 1.
+    const ws = join(dir, 'load-kill');
+    const files: Record<string, string> = {
+      'package.json': JSON.stringify({ name: 'load-kill', private: true, type: 'module' }),
+      'src/table.js':
+        "function build(n) {\n  if (n < 0) throw new RangeError('negative size');\n  return Array.from({ length: n }, (_, i) => i * i);\n}\nexport const SQUARES = build(4);\nexport function square(i) {\n  return SQUARES[i];\n}\n",
+      'test/table.test.js':
+        "import assert from 'node:assert/strict';\nimport { test } from 'node:test';\nimport { SQUARES, square } from '../src/table.js';\n\ntest('squares', () => {\n  assert.deepEqual(SQUARES, [0, 1, 4, 9]);\n  assert.equal(square(3), 9);\n});\n",
+    };
+    for (const [path, text] of Object.entries(files)) {
+      await (await import('node:fs/promises')).mkdir(join(ws, path, '..'), { recursive: true });
+      await writeFile(join(ws, path), text);
+    }
+    const task = await makeTask({
+      id: 'load-kill/tests',
+      workspace: ws,
+      kind: 'tests',
+      target: 'test/table.test.js',
+      runner: 'node:test',
+      testFiles: ['test/table.test.js'],
+    });
+    task.judge.mutate = ['src/table.js'];
+    const r = await scorer.score({ task, workspaceDir: ws, candidate: files['test/table.test.js']! });
+    expect(r.reward, r.reasons.join('\n')).toBe(1);
   }, 240_000);
 
   it('stops at once when aborted', async () => {
