@@ -235,9 +235,11 @@ function hiddenIntrinsics() {
 
 /**
  * Hardens the intrinsics once per realm (later calls are no-ops) and returns how many properties were
- * frozen. The global bindings of the hardened constructors record their writers (guardBinding).
+ * frozen. The global bindings of the hardened constructors record their writers (guardBinding);
+ * `guardBindings: false` freezes them as data properties instead (jest's context global refuses the
+ * non-configurable accessors guardBinding defines).
  */
-function hardenIntrinsics() {
+function hardenIntrinsics({ guardBindings = true } = {}) {
   if (globalThis[STATE]) return 0;
   const seen = new WeakSet();
   const writes = [];
@@ -249,7 +251,15 @@ function hardenIntrinsics() {
     n += hardenTree(value, name, seen, WRITABLE);
     const g = getOwnPropertyDescriptor(globalThis, name);
     // A full descriptor: a vm context's global (jest's environments) redefines what a partial one omits.
-    if (g?.configurable && 'value' in g) guardBinding(name, g, writes, cwd);
+    if (!g?.configurable || !('value' in g)) continue;
+    if (guardBindings) guardBinding(name, g, writes, cwd);
+    else
+      defineProperty(globalThis, name, {
+        value: g.value,
+        writable: false,
+        enumerable: g.enumerable,
+        configurable: false,
+      });
   }
   const read = () => writes.slice();
   freeze(read);
