@@ -97,6 +97,14 @@ function loadTsConfig(root: string, rel: string): TsConfigInfo | null {
   };
 }
 
+/** Whether a package.json describes a package of its own (a name, dependencies, scripts or workspaces). */
+function declaresPackage(json: PackageJson): boolean {
+  const j = json as Record<string, unknown>;
+  return ['name', 'dependencies', 'devDependencies', 'peerDependencies', 'scripts', 'workspaces'].some(
+    (k) => j[k] !== undefined,
+  );
+}
+
 /** Reads package.json files, workspace members and tsconfigs of the repository at `root`. */
 export function readProject(root: string, allFiles: string[]): ProjectInfo {
   const rootPackage = readJson(join(root, 'package.json')) as PackageJson | null;
@@ -112,11 +120,14 @@ export function readProject(root: string, allFiles: string[]): ProjectInfo {
   for (const dir of pkgDirs) {
     if (foreign.some((f) => dir.startsWith(`${f}/`))) continue;
     const member = isWorkspaceMember(patterns, dir);
+    const json = (readJson(join(root, dir, 'package.json')) as PackageJson | null) ?? {};
+    // A package.json that declares no package (`{"type": "module"}` in luxon's src/) only tells Node
+    // how to load the folder's files: the folder stays part of this project.
+    if (!member && !declaresPackage(json)) continue;
     if (!member) {
       foreign.push(dir);
       continue;
     }
-    const json = (readJson(join(root, dir, 'package.json')) as PackageJson | null) ?? {};
     packages.push({ dir, name: json.name ?? posix.basename(dir), json });
   }
   packages.sort((a, b) => b.dir.length - a.dir.length);

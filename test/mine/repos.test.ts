@@ -337,3 +337,23 @@ describe('install check: self-imports', () => {
     expect(tasks.map((t) => `${t.kind}:${t.target}`)).toContain('file:src/index.js');
   });
 });
+
+describe('nested package.json files', () => {
+  it('keeps a folder whose package.json only sets the module type (luxon: src/package.json)', async () => {
+    const root = await makeRepo({
+      'package.json': JSON.stringify({ name: 'lux', scripts: { test: 'node --test' } }),
+      'src/package.json': JSON.stringify({ type: 'module' }),
+      'src/add.js': 'export function add(a, b) {\n  return a + b;\n}\n',
+      'tools/package.json': JSON.stringify({ name: 'tools', private: true }),
+      'tools/x.js': 'export const x = 1;\n',
+      'test/add.test.js':
+        "import assert from 'node:assert/strict';\nimport { it } from 'node:test';\nimport { add } from '../src/add.js';\n\nit('adds', () => assert.equal(add(1, 2), 3));\n",
+    });
+    const { tasks, summary } = await mine({ root, installCheck: false });
+    expect(tasks.map((t) => `${t.kind}:${t.target}`)).toContain('file:src/add.js');
+    expect(summary.skipped).toContainEqual({
+      path: 'tools',
+      reason: expect.stringContaining('separate package'),
+    });
+  });
+});
