@@ -352,7 +352,7 @@ describe('nested package.json files', () => {
     const { tasks, summary } = await mine({ root, installCheck: false });
     expect(tasks.map((t) => `${t.kind}:${t.target}`)).toContain('file:src/add.js');
     expect(summary.skipped).toContainEqual({
-      path: 'tools',
+      path: 'tools/',
       reason: expect.stringContaining('separate package'),
     });
   });
