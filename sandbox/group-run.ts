@@ -135,7 +135,11 @@ function captureOutput(child: ChildProcess, cap: number, onOverflow: () => void)
 }
 
 /** Hands the text of each extra pipe (fd 3, 4, ...) to `onInfo` when it closes (64 KiB at most). */
-function captureInfo(child: ChildProcess, count: number, onInfo?: (fd: number, text: string) => void): void {
+export function captureInfo(
+  child: ChildProcess,
+  count: number,
+  onInfo?: (fd: number, text: string) => void,
+): void {
   for (let fd = 3; fd < 3 + count; fd++) {
     const stream = child.stdio[fd] as NodeJS.ReadableStream | null;
     if (!stream) continue;

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SpawnExit, SpawnedProcess } from './confinement.ts';
-import { groupAlive, killGroup } from './group-run.ts';
+import { captureInfo, groupAlive, killGroup } from './group-run.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 
 /** How to start one long-lived process group and how to find the processes that belong to it. */
@@ -59,21 +59,6 @@ async function reapSurvivors(child: ChildProcess, members: SpawnGroupOptions['me
   }
 }
 
-/** Collects the text of the extra pipes and hands each to `onInfo` when it closes. */
-function readInfoFds(child: ChildProcess, opts: SpawnGroupOptions): void {
-  for (let fd = 3; fd < 3 + (opts.infoFds ?? 0); fd++) {
-    const stream = child.stdio[fd] as NodeJS.ReadableStream | null;
-    if (!stream) continue;
-    const parts: Buffer[] = [];
-    let size = 0;
-    stream.on('data', (c: Buffer) => {
-      if (size < 65536) parts.push(c);
-      size += c.length;
-    });
-    stream.on('end', () => opts.onInfo?.(fd, Buffer.concat(parts).toString('utf8')));
-  }
-}
-
 /** Samples the usage of a process group (its tree where readable, else its members) and keeps peaks. */
 function usageTracker(child: ChildProcess, opts: SpawnGroupOptions) {
   const peak = { cpuMs: 0, peakRssBytes: 0, peakProcesses: 0 };
@@ -118,7 +103,7 @@ export async function spawnGroup(opts: SpawnGroupOptions): Promise<SpawnedProces
     await opts.onExit?.().catch(() => {});
     throw new Error(`cannot start ${opts.argv[0]}: ${err.message}`);
   });
-  readInfoFds(child, opts);
+  captureInfo(child, opts.infoFds ?? 0, opts.onInfo);
   // A write to a dead service's stdin must not crash the caller: the exit is reported by `exited`.
   child.stdin?.on('error', () => {});
   let killed = false;

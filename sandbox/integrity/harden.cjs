@@ -99,32 +99,41 @@ const HARNESS_DIR =
 const MAX_WRITES = 50;
 
 /**
- * The file of the code writing a global binding: the first frame that is not the harness, relative to
- * the folder the run started in (the box's copy of the workspace, the same in the reference's run).
+ * The V8 call sites above `above` (the function calling this one excluded). Error's two slots are
+ * writable (tools assign them) but not configurable: they are set for one capture and put back,
+ * whatever the candidate assigned.
  */
-function writerFile(cwd) {
+function callSites(above) {
   const prepare = Error.prepareStackTrace;
   const limit = Error.stackTraceLimit;
   Error.prepareStackTrace = (_e, sites) => sites;
-  Error.stackTraceLimit = 30;
+  Error.stackTraceLimit = 40;
   try {
     const holder = {};
-    Error.captureStackTrace(holder, writerFile);
-    const sites = holder.stack;
-    if (!Array.isArray(sites)) return '<unknown>';
-    for (const site of sites) {
-      if (site.isEval?.()) return '<eval>';
-      let file = site.getFileName?.() ?? null;
-      if (!file) continue;
-      if (file.startsWith('file://')) file = decodeURIComponent(file.slice('file://'.length));
-      if (HARNESS_DIR && file.startsWith(HARNESS_DIR)) continue;
-      return cwd && file.startsWith(cwd) ? file.slice(cwd.length) : file;
-    }
-    return '<unknown>';
+    Error.captureStackTrace(holder, above);
+    return holder.stack;
   } finally {
     Error.prepareStackTrace = prepare;
     Error.stackTraceLimit = limit;
   }
+}
+
+/**
+ * The file of the code writing a global binding: the first frame that is not the harness, relative to
+ * the folder the run started in (the box's copy of the workspace, the same in the reference's run).
+ */
+function writerFile(cwd) {
+  const sites = callSites(writerFile);
+  if (!Array.isArray(sites)) return '<unknown>';
+  for (const site of sites) {
+    if (site.isEval?.()) return '<eval>';
+    let file = site.getFileName?.() ?? null;
+    if (!file) continue;
+    if (file.startsWith('file://')) file = decodeURIComponent(file.slice('file://'.length));
+    if (HARNESS_DIR && file.startsWith(HARNESS_DIR)) continue;
+    return cwd && file.startsWith(cwd) ? file.slice(cwd.length) : file;
+  }
+  return '<unknown>';
 }
 
 /**
@@ -287,5 +296,5 @@ function bindingWrites(realm = globalThis) {
 
 // A literal object (Node's ESM import of a CommonJS module reads its names from it), then frozen: a
 // candidate that requires this module cannot swap what the sentinels call.
-module.exports = { pristine, hardenIntrinsics, freezeExports, bindingWrites };
+module.exports = { pristine, hardenIntrinsics, freezeExports, bindingWrites, callSites };
 freeze(module.exports);

@@ -2,7 +2,7 @@
 // What every runner's integrity harness shares: attributing a write to the code that made it, recording
 // violations, watching properties of the runner's task objects, and the sentinel's one-line message.
 const { fileURLToPath } = require('node:url');
-const { pristine } = require('./harden.cjs');
+const { callSites: sitesAbove, pristine } = require('./harden.cjs');
 
 /** Prefix of the sentinel's failure message; the scorer reads the JSON that follows it. */
 const SENTINEL_PREFIX = 'vtnode-sentinel:';
@@ -10,23 +10,6 @@ const SENTINEL_PREFIX = 'vtnode-sentinel:';
 const SENTINEL_NAME = 'vtnode:sentinel';
 const MAX_VIOLATIONS = 20;
 const HARNESS_DIR = `${__dirname}/`;
-
-function callSites() {
-  const prepare = Error.prepareStackTrace;
-  const limit = Error.stackTraceLimit;
-  // Both are writable (tools assign them) but not configurable: the harness can set them back for the
-  // duration of one capture, whatever the candidate assigned.
-  Error.prepareStackTrace = (_e, sites) => sites;
-  Error.stackTraceLimit = 40;
-  try {
-    const holder = {};
-    Error.captureStackTrace(holder, callSites);
-    return holder.stack;
-  } finally {
-    Error.prepareStackTrace = prepare;
-    Error.stackTraceLimit = limit;
-  }
-}
 
 function fileOf(site) {
   const name = site.getFileName?.() ?? null;
@@ -46,7 +29,7 @@ function createRecorder({ box }) {
 
   /** The first frame that is neither the harness nor native code: who is writing. */
   function writer() {
-    const sites = callSites();
+    const sites = sitesAbove(writer);
     if (!Array.isArray(sites)) return { file: '<unknown>', trusted: false };
     for (const site of sites) {
       // Code built at run time (eval, new Function, the AsyncFunction constructor) has no file: it is
