@@ -198,12 +198,17 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     for (const work of book.pending()) {
       const task = options.tasks.get(work.taskId);
       if (!task) continue;
-      const p = placer.place(
+      const nodes = options.nodes();
+      let p = placer.place(
         { task, model: work.model, exclude: book.refusedBy(work.taskId, work.model) },
-        options.nodes(),
+        nodes,
         now,
         book.outstanding(),
       );
+      // Every node that could take the work has failed it once (a loaded fleet, a transient fault):
+      // they get it again rather than the campaign stalling; maxAttempts still bounds the placements.
+      if (!p.ok && p.rejected.some((r) => r.rejection.code === 'excluded'))
+        p = placer.place({ task, model: work.model }, nodes, now, book.outstanding());
       if (!p.ok) {
         blocked = p.message;
         if (p.rejected.some((r) => r.rejection.code === 'cooling-down')) coolingDown = true;
