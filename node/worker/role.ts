@@ -68,9 +68,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   await executor.start();
   const ready = (async () => {
     try {
+      // No maxConcurrent: the uid range is host-wide (every scorer and type-check service on the host
+      // draws from it, services for their whole life), so it keeps the backend's default of 256.
       scorer = await createCheckedScorer({
         unconfined: options.unconfined,
-        maxConcurrent: Math.max(2, options.maxJobs * 2),
         workspaceId,
         // Reference runs survive restarts; the self-test runs afresh at every start of the node.
         cache: { references: createScoringCache({ dir: options.dataDir.path('cache') }).references },
