@@ -1,4 +1,4 @@
-import { startDaemon } from '../node/daemon.ts';
+import { type DaemonOptions, startDaemon } from '../node/daemon.ts';
 import type { DataDir, FleetFile, NodeConfig } from '../node/data-dir.ts';
 import { createModelService } from '../node/models/service.ts';
 import { refuseUnreadyWorkspace } from './scorer.ts';
@@ -8,6 +8,7 @@ export async function runDaemonForeground(
   dataDir: DataDir,
   fleet: FleetFile,
   config: NodeConfig,
+  extra: Pick<DaemonOptions, 'wrapScorer'> = {},
 ): Promise<number> {
   // A node advertises its workspaces: one where tests cannot run must not be advertised.
   for (const dir of config.workspaces) refuseUnreadyWorkspace(dir);
@@ -21,6 +22,7 @@ export async function runDaemonForeground(
     config,
     models: createModelService({ urls: config.modelServers, autodetect: config.modelServers.length === 0 }),
     signal: abort.signal,
+    ...extra,
   });
   process.stderr.write(
     `vtnode ${daemon.peerId} is in fleet "${fleet.fleet}"\n` +

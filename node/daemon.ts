@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { advertTopic, digestTopic } from '../protocol/topics.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
+import type { Scorer } from '../sandbox/scorer.ts';
 import { connectControl, NoDaemonError } from './control/client.ts';
 import { startControlServer } from './control/server.ts';
 import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
@@ -31,6 +32,8 @@ export interface DaemonOptions {
   models?: ModelService;
   /** Aborting it stops the daemon gracefully (a leaving advert first). */
   signal?: AbortSignal;
+  /** Decorates the worker's scorer (the test harness builds adversarial workers so; the CLI passes none). */
+  wrapScorer?: (scorer: Scorer) => Scorer;
 }
 
 export interface Daemon {
@@ -157,7 +160,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         unconfined: config.unconfined,
         maxJobs: config.maxJobs,
         onChange: () => fleetMembership.touch(),
-        ...(process.env['VTNODE_TEST_INFLATE_REWARDS'] === '1' ? { inflateRewards: true } : {}),
+        ...(options.wrapScorer ? { wrapScorer: options.wrapScorer } : {}),
       })
     : null;
   // Workers serve their sample bodies and digest logs to collectors.

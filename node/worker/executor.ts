@@ -40,8 +40,6 @@ export interface JobExecutorOptions {
   onLoadChange?: () => void;
   /** Called after each sample is durable (digest gossip hooks in here). */
   onSample?: (sample: LoggedSample) => void;
-  /** Test-only fault switch: report every reward as 1 (a lying worker, for collector audits). */
-  inflateRewards?: boolean;
 }
 
 export interface JobExecutor {
@@ -179,8 +177,6 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         diagnostics: r.diagnostics.slice(0, 64 * 1024),
       };
     }
-    // Test-only fault switch: a lying worker claims every sample verified, whatever it scored.
-    if (options.inflateRewards) score.reward = 1;
     return {
       v: 1,
       sampleId: sampleId(job.task.id, job.model, index, seed),

@@ -29,8 +29,8 @@ export interface WorkerRoleOptions {
   onChange: () => void;
   /** Called after each sample is durable. */
   onSample?: (sample: LoggedSample) => void;
-  /** Test-only fault switch: inflate every reward to 1 (for collector audits). */
-  inflateRewards?: boolean;
+  /** Decorates the checked scorer before the executor uses it (the test harness builds lying workers so). */
+  wrapScorer?: (scorer: Scorer) => Scorer;
 }
 
 export interface WorkerRole {
@@ -63,19 +63,19 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     maxScoring: Math.max(1, Math.floor(cpus().length / 2)),
     onLoadChange: options.onChange,
     ...(options.onSample ? { onSample: options.onSample } : {}),
-    ...(options.inflateRewards ? { inflateRewards: true } : {}),
   });
   await executor.start();
   const ready = (async () => {
     try {
       // No maxConcurrent: the uid range is host-wide (every scorer and type-check service on the host
       // draws from it, services for their whole life), so it keeps the backend's default of 256.
-      scorer = await createCheckedScorer({
+      const checked = await createCheckedScorer({
         unconfined: options.unconfined,
         workspaceId,
         // Reference runs survive restarts; the self-test runs afresh at every start of the node.
         cache: { references: createScoringCache({ dir: options.dataDir.path('cache') }).references },
       });
+      scorer = options.wrapScorer ? options.wrapScorer(checked) : checked;
       sandbox = { backend: scorer.confinement.name, ok: true };
       if (options.unconfined)
         log.warn('candidates run UNCONFINED on this node (--unconfined): trusted input only');

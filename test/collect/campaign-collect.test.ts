@@ -7,6 +7,9 @@ import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
 import { collectorStatus } from '../helpers/collect.ts';
 import { INTERVAL, initFleet, waitForPeers } from '../helpers/fleet.ts';
 
+/** The lying worker's entry: `vtnode join` with an inflating scorer (helpers/lying-worker.ts). */
+const LYING_WORKER = join(import.meta.dirname, '..', 'helpers', 'lying-worker.ts');
+
 const box = new Sandbox();
 const closers: (() => Promise<void>)[] = [];
 
@@ -54,21 +57,19 @@ describe('collectors through a campaign (separate processes)', () => {
     const workerDirs = [d0];
     for (let i = 1; i < 3; i++) {
       const d = await box.tempDir('vt-worker-');
-      // Worker 2 lies: every reward it reports is 1.
-      box.spawn(
-        [
-          'join',
-          token,
-          '--data-dir',
-          d,
-          '--listen',
-          '/ip4/127.0.0.1/tcp/0',
-          '--advert-interval',
-          INTERVAL,
-          ...nodeArgs(i),
-        ],
-        i === 2 ? { VTNODE_TEST_INFLATE_REWARDS: '1' } : {},
-      );
+      // Worker 2 lies: every reward it scores is reported as 1 (a node the harness builds).
+      const args = [
+        token,
+        '--data-dir',
+        d,
+        '--listen',
+        '/ip4/127.0.0.1/tcp/0',
+        '--advert-interval',
+        INTERVAL,
+        ...nodeArgs(i),
+      ];
+      if (i === 2) box.spawn(args, {}, [], LYING_WORKER);
+      else box.spawn(['join', ...args]);
       workerDirs.push(d);
     }
     const peers: string[] = [];

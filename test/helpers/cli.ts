@@ -64,10 +64,13 @@ export class Sandbox {
     return dir;
   }
 
-  /** Starts `vtnode ARGS`; `prefix` runs it through another command (e.g. `ip netns exec NS`). */
-  spawn(args: string[], env: NodeJS.ProcessEnv = {}, prefix: string[] = []): Proc {
+  /**
+   * Starts `vtnode ARGS`; `prefix` runs it through another command (e.g. `ip netns exec NS`), `entry`
+   * replaces bin/vtnode.js (a node the test harness builds, e.g. helpers/lying-worker.ts).
+   */
+  spawn(args: string[], env: NodeJS.ProcessEnv = {}, prefix: string[] = [], entry = BIN): Proc {
     const [cmd, ...pre] = [...prefix, process.execPath];
-    const child = spawn(cmd!, [...pre, BIN, ...args], {
+    const child = spawn(cmd!, [...pre, entry, ...args], {
       env: { ...process.env, VTNODE_DEBUG: 'vtnode:', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,0 +1,29 @@
+// A lying worker for the collector drills, built by the test harness with the project's own modules
+// (production has no switch for it): `vtnode join`, with a scorer that reports every candidate it
+// scores as verified (reward 1), whatever the sandbox said. Run: node test/helpers/lying-worker.ts TOKEN [node options]
+import { prepareJoin } from '../../cli/commands/join.ts';
+import { runDaemonForeground } from '../../cli/run-daemon.ts';
+import type { Scorer } from '../../sandbox/scorer.ts';
+
+/** The scorer with every scored reward raised to 1 (infrastructure errors stay errors). */
+export function inflating(scorer: Scorer): Scorer {
+  return {
+    get confinement() {
+      return scorer.confinement;
+    },
+    get selfTest() {
+      return scorer.selfTest;
+    },
+    fingerprint: (task, dir) => scorer.fingerprint(task, dir),
+    close: () => scorer.close(),
+    async score(request) {
+      const r = await scorer.score(request);
+      return r.status === 'scored' ? { ...r, reward: 1 } : r;
+    },
+  };
+}
+
+if (import.meta.main) {
+  const { dataDir, fleet, config } = await prepareJoin(process.argv.slice(2));
+  process.exit(await runDaemonForeground(dataDir, fleet, config, { wrapScorer: inflating }));
+}
