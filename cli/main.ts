@@ -1,6 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { StorageError } from '../node/storage/errors.ts';
 import { CliError, type Command } from './command.ts';
 
 const commandsDir = join(dirname(fileURLToPath(import.meta.url)), 'commands');
@@ -57,12 +58,14 @@ function exit(code: number): void {
 
 const argv = process.argv.slice(2);
 main(argv).then(exit, (err: unknown) => {
-  if (err instanceof CliError) {
+  // A refusal (bad usage, a corrupt or full data file) is for the user: its message, no stack trace.
+  if (err instanceof CliError || err instanceof StorageError) {
+    const exitCode = err instanceof CliError ? err.exitCode : 1;
     process.stderr.write(`vtnode: ${err.message}\n`);
     // A script asked for JSON: the refusal is JSON on stdout too, never an empty stdout.
     if (argv.includes('--json'))
-      process.stdout.write(`${JSON.stringify({ error: err.message, exitCode: err.exitCode })}\n`);
-    exit(err.exitCode);
+      process.stdout.write(`${JSON.stringify({ error: err.message, exitCode })}\n`);
+    exit(exitCode);
   } else {
     process.stderr.write(`vtnode: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     if (argv.includes('--json'))

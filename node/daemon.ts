@@ -19,6 +19,7 @@ import { CAMPAIGN_DB, openCampaignStore } from './submitter/campaign-store.ts';
 import { createCampaignService } from './submitter/service.ts';
 import { memory } from './system.ts';
 import { startWorkerRole, type WorkerRole } from './worker/role.ts';
+import { openSampleLog, SAMPLE_LOG_DB } from './worker/sample-log.ts';
 import { workspaceIdentity } from './workspace/content-id.ts';
 
 export interface DaemonOptions {
@@ -61,8 +62,24 @@ async function listenAddrs(config: NodeConfig): Promise<string[]> {
   return [`/ip4/0.0.0.0/tcp/${port}`];
 }
 
-/** Starts a vtnode: libp2p host, fleet membership, control channel. */
+/**
+ * Starts a vtnode: libp2p host, fleet membership, control channel. A start that fails (a corrupt
+ * database, a full disk, a port taken) undoes what it had started, so the process can exit.
+ */
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
+  const undo: (() => unknown)[] = [];
+  try {
+    return await launch(options, undo);
+  } catch (err) {
+    for (const step of undo.reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch(() => {});
+    throw err;
+  }
+}
+
+async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<Daemon> {
   const log = logger('vtnode:daemon');
   const { dataDir, fleet, config } = options;
 
@@ -77,6 +94,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const state = await dataDir.readState();
   state.boots += 1;
   await dataDir.writeState(state);
+
+  // The node's databases open before anything listens: a corrupt or unwritable file refuses the start.
+  const sampleLog = options.models
+    ? openSampleLog({ path: dataDir.path(SAMPLE_LOG_DB), origin: peerId })
+    : null;
+  if (sampleLog) undo.push(() => sampleLog.close());
+  const campaignStore = openCampaignStore({ path: dataDir.path(CAMPAIGN_DB) });
+  undo.push(() => campaignStore.close());
 
   const workspaces = new Map<string, string>();
   for (const dir of config.workspaces) {
@@ -93,6 +118,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
   });
   await host.start();
+  undo.push(() => host.stop());
 
   const addrs = () =>
     host
@@ -147,22 +173,26 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     knownPeers: state.peers,
     onChange: savePeers,
   });
+  undo.push(() => fleetMembership.stop());
   // Every node relays digests (gossipsub needs the topic subscribed); workers publish theirs.
   const digests = createDigestGossip({ host, fleetId: fleet.fleet });
-  worker = options.models
-    ? await startWorkerRole({
-        onSample: (s) => void digests.publish(digestOf(s)),
-        host,
-        peerId,
-        dataDir,
-        models: options.models,
-        workspaces,
-        unconfined: config.unconfined,
-        maxJobs: config.maxJobs,
-        onChange: () => fleetMembership.touch(),
-        ...(options.wrapScorer ? { wrapScorer: options.wrapScorer } : {}),
-      })
-    : null;
+  worker =
+    sampleLog && options.models
+      ? await startWorkerRole({
+          sampleLog,
+          onSample: (s) => void digests.publish(digestOf(s)),
+          host,
+          peerId,
+          dataDir,
+          models: options.models,
+          workspaces,
+          unconfined: config.unconfined,
+          maxJobs: config.maxJobs,
+          onChange: () => fleetMembership.touch(),
+          ...(options.wrapScorer ? { wrapScorer: options.wrapScorer } : {}),
+        })
+      : null;
+  undo.push(() => worker?.stop());
   // Workers serve their sample bodies and digest logs to collectors.
   const fetchServers = worker
     ? [
@@ -170,7 +200,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         await createLogServer({ host, source: worker.sampleLog }),
       ]
     : [];
-  const campaignStore = openCampaignStore({ path: dataDir.path(CAMPAIGN_DB) });
   const campaigns = createCampaignService({
     store: campaignStore,
     peerId,
@@ -191,6 +220,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       fleet: fleet.fleet,
       self: peerId,
       nodes: fleetMembership.view.nodes().map((n) => nodeStatus(n, now)),
+      ...(worker?.storageBlocked() ? { storage: worker.storageBlocked()! } : {}),
       ...Object.fromEntries([...extraRoles].map(([role, section]) => [role, section()])),
     };
   };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
@@ -8,6 +8,7 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { z } from 'zod';
 import { parseJsonWith } from '../protocol/parse.ts';
 import { FleetId, Psk } from '../protocol/token.ts';
+import { storageErrorOf } from './storage/errors.ts';
 
 /** Where a node keeps its state: --data-dir, else $VTNODE_HOME, else ~/.vtnode. */
 export function resolveDataDir(flag?: string): string {
@@ -69,8 +70,14 @@ export type ControlFile = z.infer<typeof ControlFile>;
 /** Writes a file atomically (temp file + rename), readable by the owner only. */
 export async function writePrivate(path: string, data: string | Uint8Array): Promise<void> {
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  await writeFile(tmp, data, { mode: 0o600 });
-  await rename(tmp, path);
+  try {
+    await writeFile(tmp, data, { mode: 0o600 });
+    await rename(tmp, path);
+  } catch (err) {
+    // A full disk leaves a partial temp file; and fs errors of writes do not name the file.
+    await rm(tmp, { force: true }).catch(() => {});
+    throw storageErrorOf(path, 'a node file', err);
+  }
 }
 
 async function readOptional(path: string): Promise<string | null> {

@@ -1,5 +1,7 @@
+import { closeSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { DatabaseSync as DatabaseSyncType } from 'node:sqlite';
+import { StorageError, storageErrorOf } from './storage/errors.ts';
 
 export type DatabaseSync = DatabaseSyncType;
 
@@ -29,21 +31,92 @@ function load(): typeof import('node:sqlite') {
   return sqlite;
 }
 
+/** What a database holds and what to do when it is corrupt: named in the error that refuses it. */
+export interface DatabaseRole {
+  /** What the file holds, e.g. "the worker's sample log". */
+  what: string;
+  /** What the operator should do when the file is corrupt or not a database. */
+  ifCorrupt: string;
+}
+
+const SQLITE_MAGIC = 'SQLite format 3\0';
+
+/** Refuses a file that is there but does not start with SQLite's header (garbage, another format, cut short). */
+function checkHeader(path: string, role: DatabaseRole): void {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw storageError(path, role, err);
+  }
+  try {
+    const head = Buffer.alloc(100);
+    const n = readSync(fd, head, 0, 100, 0);
+    if (n === 0) return; // an empty file is a new database
+    if (n < 100 || head.toString('latin1', 0, 16) !== SQLITE_MAGIC)
+      throw new StorageError({
+        path,
+        fault: 'not-a-database',
+        what: role.what,
+        detail: n < 100 ? `${n} bytes, shorter than a database header` : 'no SQLite header',
+        advice: role.ifCorrupt,
+      });
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A node:sqlite or node:fs error on `path` as a StorageError naming the file; other errors unchanged. */
+export function storageError(path: string, role: DatabaseRole, err: unknown): unknown {
+  return storageErrorOf(path, role.what, err, role.ifCorrupt);
+}
+
+/** Runs SQLite's quick_check (every page and index, in one pass) and refuses a database that fails it. */
+function checkIntegrity(db: DatabaseSync, path: string, role: DatabaseRole): void {
+  const rows = db.prepare('PRAGMA quick_check(8)').all() as { quick_check: string }[];
+  const problems = rows.map((r) => r.quick_check).filter((r) => r !== 'ok');
+  if (problems.length > 0)
+    throw new StorageError({
+      path,
+      fault: 'corrupt',
+      what: role.what,
+      detail: problems.slice(0, 3).join('; '),
+      advice: role.ifCorrupt,
+    });
+}
+
+const DEFAULT_ROLE: DatabaseRole = {
+  what: 'the database',
+  ifCorrupt: 'Move it aside (with its -wal and -shm files) and start again.',
+};
+
 /**
  * Opens a SQLite database for durable state: WAL journal, synchronous=FULL (a committed transaction
  * survives a crash or power loss), foreign keys on, and a busy timeout for a second process.
+ * A file that is not a database, or whose pages fail SQLite's quick_check, is refused with a
+ * StorageError naming the file, what it holds and what to do (`role`); so is one that cannot be
+ * opened for writing. `:memory:` skips the file checks.
  */
-export function openDatabase(path: string): DatabaseSync {
+export function openDatabase(path: string, role: DatabaseRole = DEFAULT_ROLE): DatabaseSync {
   const { DatabaseSync } = load();
-  const db = new DatabaseSync(path);
+  const onDisk = path !== ':memory:';
+  if (onDisk) checkHeader(path, role);
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path);
+  } catch (err) {
+    throw storageError(path, role, err);
+  }
   try {
     db.exec('PRAGMA journal_mode = WAL');
     db.exec('PRAGMA synchronous = FULL');
     db.exec('PRAGMA foreign_keys = ON');
     db.exec('PRAGMA busy_timeout = 5000');
+    if (onDisk) checkIntegrity(db, path, role);
   } catch (err) {
     db.close();
-    throw err;
+    throw storageError(path, role, err);
   }
   return db;
 }

@@ -26,11 +26,15 @@ export interface FleetStatus {
   fleet: string;
   self: string;
   nodes: NodeStatus[];
+  /** Present while this node's worker cannot log samples (a full disk, a broken sample log): why. */
+  storage?: string;
   /** Present on a collector node: its dataset, counts and trust per origin (node/collector/node.ts). */
   collector?: {
     dataset: string;
     contentDigest: string;
     trust: { origin: string; trust: number; suspect: boolean; samples: number }[];
+    /** Present while the dataset's disk is full: why. */
+    storage?: string;
   };
 }
 

@@ -38,10 +38,35 @@ export const LogRequest = z.object({
 });
 export type LogRequest = z.infer<typeof LogRequest>;
 
+/** Most lost ranges one /vtnode/log/1 reply carries. */
+export const MAX_LOST_RANGES_PER_REPLY = 64;
+
+/** Seqs the server handed out (and may have published) but no longer holds: its log lost them. */
+export const LostRange = z
+  .object({
+    /** First lost seq. */
+    first: z.number().int().min(1),
+    /** Last lost seq, inclusive. */
+    last: z.number().int().min(1),
+  })
+  .refine((r) => r.first <= r.last, { message: 'first is after last', path: ['last'] });
+export type LostRange = z.infer<typeof LostRange>;
+
 /** /vtnode/log/1 reply: one page of digests, ascending by seq, and the server's high-water mark. */
-export const LogReply = z.object({
-  digests: z.array(Digest).max(MAX_LOG_DIGESTS_PER_FRAME),
-  /** The server's highest seq: the asker is caught up once it holds every seq up to it. */
-  highWater: z.number().int().min(0),
-});
+export const LogReply = z
+  .object({
+    digests: z.array(Digest).max(MAX_LOG_DIGESTS_PER_FRAME),
+    /** The server's highest seq: the asker is caught up once it holds every seq up to it. */
+    highWater: z.number().int().min(0),
+    /**
+     * Seq ranges the server's log lost (a truncated WAL, a restored backup): every one, or when more
+     * than fit, those ending after the asked seq. Their seqs will never be served: the asker counts
+     * them as held, and a sample it holds under a lost seq may come again under a new one. Absent = none.
+     */
+    lost: z.array(LostRange).max(MAX_LOST_RANGES_PER_REPLY).optional(),
+  })
+  .refine((r) => (r.lost ?? []).every((l) => l.last <= r.highWater), {
+    message: 'a lost range ends after highWater',
+    path: ['lost'],
+  });
 export type LogReply = z.infer<typeof LogReply>;

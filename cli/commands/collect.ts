@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { startCollectorNode } from '../../node/collector/node.ts';
+import { openDatasetStore } from '../../node/collector/store.ts';
 import { startDaemon } from '../../node/daemon.ts';
 import { workspaceId } from '../../node/workspace/content-id.ts';
 import { decodeToken, parseDuration, TokenError } from '../../protocol/token.ts';
@@ -105,8 +106,17 @@ export const command: Command = {
       });
     }
 
-    const daemon = await startDaemon({ dataDir, fleet, config });
+    // The dataset opens before the node listens: a corrupt index refuses the start at once.
+    const store = openDatasetStore(resolve(values.out));
+    let daemon: Awaited<ReturnType<typeof startDaemon>>;
+    try {
+      daemon = await startDaemon({ dataDir, fleet, config });
+    } catch (err) {
+      store.close();
+      throw err;
+    }
     const node = await startCollectorNode({
+      store,
       fleet: {
         host: daemon.host,
         fleetId: fleet.fleet,

@@ -47,9 +47,11 @@ export function renderStatus(status: FleetStatus): string {
       .trimEnd(),
   );
   let out = `fleet "${status.fleet}": ${status.nodes.length} node${status.nodes.length === 1 ? '' : 's'} (* = this node)\n${lines.join('\n')}\n`;
+  if (status.storage) out += `\nthis node takes no jobs: ${status.storage}\n`;
   if (status.collector) {
     const c = status.collector;
     out += `\ncollector: dataset ${c.dataset} (content ${c.contentDigest.slice(0, 19)}…)\n`;
+    if (c.storage) out += `  not fetching: ${c.storage}\n`;
     for (const t of c.trust) {
       out += `  trust ${t.origin.slice(-8)}  ${t.trust.toFixed(3)}${t.suspect ? '  SUSPECT: its unaudited samples are quarantined' : ''}  (${t.samples} samples)\n`;
     }

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Digest } from '../../protocol/digest.ts';
 import { MAX_LOG_DIGESTS_PER_FRAME } from '../../protocol/digest.ts';
 import type { SampleReply } from '../../protocol/fetch.ts';
@@ -7,7 +8,7 @@ import type { Scorer } from '../../sandbox/scorer.ts';
 import { fetchBodies, fetchDigests } from '../digests/servers.ts';
 import { logger } from '../logger.ts';
 import type { StreamHost } from '../wire/streams.ts';
-import type { DatasetStore } from './store.ts';
+import { DATASET_DB, type DatasetStore } from './store.ts';
 import { type OriginTrust, selectedForAudit, trustOf } from './trust.ts';
 
 /** Re-scores a candidate in the collector's own sandbox; null when it cannot (workspace not held). */
@@ -79,6 +80,19 @@ export interface CollectorOptions {
   maxOtherHolders?: number;
   /** Stops the collector. */
   signal?: AbortSignal;
+  /**
+   * The dataset's storage health (a full disk): while blocked, nothing is fetched or stored
+   * (gossiped digests are dropped; catch-up fetches them from the workers' logs once it resumes).
+   */
+  storage?: StorageHealth;
+}
+
+/** Whether the dataset can take writes (node/storage/disk-guard.ts behind it). */
+export interface StorageHealth {
+  /** Why nothing can be stored now, or null when it can. */
+  blocked(): string | null;
+  /** Reports a failed write of `path`: true when it was a storage fault (the health then says so). */
+  failed(err: unknown, path: string): boolean;
 }
 
 export interface CollectorStats {
@@ -125,6 +139,9 @@ export function createCollector(options: CollectorOptions): Collector {
   const stopper = new AbortController();
   const stopSignal = options.signal ? AbortSignal.any([options.signal, stopper.signal]) : stopper.signal;
   const stats = { audits: 0, auditFailures: 0, fetchErrors: 0 };
+  const blocked = () => options.storage?.blocked() ?? null;
+  /** True when `err` was a storage fault (the write did not happen; the health now says why). */
+  const storageFault = (err: unknown) => options.storage?.failed(err, join(store.dir, DATASET_DB)) ?? false;
   let tasks = store.tasks();
   let tasksLoadedAt = Date.now();
 
@@ -165,7 +182,7 @@ export function createCollector(options: CollectorOptions): Collector {
   };
 
   async function runAudits(): Promise<void> {
-    while (auditQueue.length > 0 && !stopSignal.aborted) {
+    while (auditQueue.length > 0 && !stopSignal.aborted && !blocked()) {
       const d = auditQueue.shift()!;
       auditQueued.delete(`${d.origin}#${d.seq}`);
       const s = store.sample(d.origin, d.seq);
@@ -180,9 +197,15 @@ export function createCollector(options: CollectorOptions): Collector {
         continue;
       }
       if (!result) continue;
-      stats.audits++;
       const passed = Math.abs(result.reward - d.reward) <= 1e-9;
-      store.recordAudit(d, passed, result.reward);
+      try {
+        store.recordAudit(d, passed, result.reward);
+      } catch (err) {
+        // Not recorded: the sample stays unaudited and is queued again once the disk has space.
+        if (storageFault(err)) continue;
+        throw err;
+      }
+      stats.audits++;
       if (!passed) {
         stats.auditFailures++;
         const n = store.quarantineOrigin(d.origin);
@@ -207,7 +230,15 @@ export function createCollector(options: CollectorOptions): Collector {
       // Gossiped digests are stored in one transaction per batch (a durable commit each would cost a flush each).
       const incoming = [...queued.values()];
       queued.clear();
-      const results = store.addDigests(incoming);
+      // Dropped while the disk is full: catch-up gets them from the workers' logs once it has space.
+      if (blocked()) return;
+      let results: ReturnType<DatasetStore['addDigests']>;
+      try {
+        results = store.addDigests(incoming);
+      } catch (err) {
+        if (storageFault(err)) return;
+        throw err;
+      }
       const batch = incoming.filter((d, i) => {
         if (results[i] === 'conflict') log.warn(`${d.origin} sent two different digests for seq ${d.seq}`);
         return results[i] === 'new';
@@ -249,7 +280,11 @@ export function createCollector(options: CollectorOptions): Collector {
       }
     let next = 0;
     const worker = async () => {
-      while (next < jobs.length && !signal.aborted) await jobs[next++]!();
+      while (next < jobs.length && !signal.aborted)
+        await jobs[next++]!().catch((err: unknown) => {
+          // Not stored: the bodies stay pending and are fetched again once the disk has space.
+          if (!storageFault(err)) throw err;
+        });
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
   }
@@ -264,7 +299,7 @@ export function createCollector(options: CollectorOptions): Collector {
         .slice(0, maxOthers),
     ];
     for (const holder of holders) {
-      if (missing.length === 0 || signal.aborted) return;
+      if (missing.length === 0 || signal.aborted || blocked()) return;
       let replies: SampleReply[];
       try {
         replies = await fetchBodies(
@@ -284,6 +319,8 @@ export function createCollector(options: CollectorOptions): Collector {
       for (const reply of replies) {
         const d = byId.get(reply.body.sampleId);
         if (!d) continue;
+        // The origin lost that seq and logged the sample again under a new one: not this digest's body.
+        if (holder === origin && reply.seq !== d.seq && store.isLost(origin, d.seq)) continue;
         if (check(d, reply, holder) === null) {
           accepted.push({ digest: d, body: reply.body });
           got.add(d.sampleId);
@@ -315,6 +352,8 @@ export function createCollector(options: CollectorOptions): Collector {
           `${peer} served ${page.digests.length - own.length} digests of other origins on /vtnode/log/1; ignored`,
         );
       }
+      // Seqs the peer's log lost count as held, so the high-water mark moves past them.
+      if (page.lost) store.addLost(peer, page.lost);
       for (const [i, r] of store.addDigests(own).entries()) {
         if (r === 'new') added++;
         else if (r === 'conflict') log.warn(`${peer} sent two different digests for seq ${own[i]!.seq}`);
@@ -330,6 +369,11 @@ export function createCollector(options: CollectorOptions): Collector {
   const catchUp = (signal?: AbortSignal): Promise<void> => {
     catchingUp ??= (async () => {
       const sig = signal ? AbortSignal.any([signal, stopSignal]) : stopSignal;
+      const why = blocked();
+      if (why) {
+        log('catch-up skipped: %s', why);
+        return;
+      }
       const peers = options.peers().filter((p) => p !== selfId());
       await Promise.all(
         peers.map(async (peer) => {
@@ -337,6 +381,7 @@ export function createCollector(options: CollectorOptions): Collector {
             const n = await catchUpWith(peer, sig);
             if (n > 0) log('caught up %d digests from %s', n, peer);
           } catch (err) {
+            if (storageFault(err)) return;
             // Not every peer runs a worker log (a submitter, another collector): that is fine.
             log('catch-up with %s failed: %s', peer, (err as Error).message);
           }
@@ -351,6 +396,7 @@ export function createCollector(options: CollectorOptions): Collector {
 
   const fetchPending = async (signal?: AbortSignal): Promise<void> => {
     const sig = signal ? AbortSignal.any([signal, stopSignal]) : stopSignal;
+    if (blocked()) return;
     const pending = store.pending();
     if (pending.length > 0) await fetchAll(pending, sig);
     // Bodies fetched before a restart whose audit never ran.

@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Digest } from '../../protocol/digest.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
@@ -6,8 +7,10 @@ import { createDigestGossip } from '../digests/gossip.ts';
 import { createSampleServer } from '../digests/servers.ts';
 import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
+import { createDiskGuard, type DiskLimits } from '../storage/disk-guard.ts';
+import { storageErrorOf } from '../storage/errors.ts';
 import { type Collector, type CollectorStats, createCollector, scorerAuditor } from './collector.ts';
-import { openDatasetStore } from './store.ts';
+import { DATASET_DB, type DatasetStore, openDatasetStore } from './store.ts';
 import type { OriginTrust } from './trust.ts';
 
 /** What the collector needs of a running node. */
@@ -37,6 +40,10 @@ export interface CollectorNodeOptions {
   catchUpIntervalMs?: number;
   /** Where to write a status snapshot (trust, counts) every few seconds, if anywhere. */
   statusFile?: string;
+  /** The dataset, when the caller opened it already (before the node started listening); default: opened from `out`. */
+  store?: DatasetStore;
+  /** Free-space thresholds of the dataset's disk (default DEFAULT_DISK_LIMITS). */
+  diskLimits?: DiskLimits;
 }
 
 /** A snapshot of a running collector, as `vtnode status` may show it. */
@@ -45,6 +52,8 @@ export interface CollectorStatus {
   contentDigest: string;
   stats: CollectorStats;
   trust: OriginTrust[];
+  /** Present while nothing can be stored (the dataset's disk is full): why. */
+  storage?: string;
 }
 
 export interface CollectorNode {
@@ -60,11 +69,34 @@ export interface CollectorNode {
 export async function startCollectorNode(options: CollectorNodeOptions): Promise<CollectorNode> {
   const log = logger('vtnode:collector:node');
   const { fleet } = options;
-  const store = openDatasetStore(options.out);
-  store.setMeta('minReward', String(options.minReward ?? 1));
-  if (options.tasks?.length) store.putTasks(options.tasks);
+  const store = options.store ?? openDatasetStore(options.out);
+  // A full disk stops fetching (the collector says so); once space frees, a catch-up gets what was missed.
+  let collector: Collector | null = null;
+  const guard = createDiskGuard({
+    dir: store.dir,
+    log,
+    consequence: 'The collector stops fetching digests and bodies',
+    onChange: (state) => {
+      if (!state.full) void collector?.catchUp();
+    },
+    ...(options.diskLimits ? { limits: options.diskLimits } : {}),
+  });
+  const storage = {
+    blocked: () => {
+      const s = guard.state();
+      return s.full ? `the dataset's disk is full (${s.reason})` : null;
+    },
+    failed: (err: unknown, path: string) => guard.failed(err, path),
+  };
+  try {
+    store.setMeta('minReward', String(options.minReward ?? 1));
+    if (options.tasks?.length) store.putTasks(options.tasks);
+  } catch (err) {
+    guard.stop();
+    throw storageErrorOf(join(store.dir, DATASET_DB), "the collector's dataset index", err);
+  }
   const self = fleet.host.peerId.toString();
-  const collector = createCollector({
+  collector = createCollector({
     host: fleet.host,
     peers: () => [...new Set(fleet.peers())].filter((p) => p !== self).sort(),
     store,
@@ -72,6 +104,7 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     auditFraction: options.auditFraction ?? 0.05,
     auditor: options.scorer ? scorerAuditor(options.scorer, options.workspaces ?? new Map()) : null,
     catchUpIntervalMs: options.catchUpIntervalMs ?? 30_000,
+    storage,
   });
   const server = await createSampleServer({ host: fleet.host, source: store });
   const gossip = createDigestGossip({
@@ -88,13 +121,14 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
       contentDigest: store.contentDigest(),
       stats: collector.stats(),
       trust: collector.trust(),
+      ...(storage.blocked() ? { storage: storage.blocked()! } : {}),
     };
   let last = '';
   let lastKey = '';
   const writeStatus = async () => {
     if (!options.statusFile || final) return;
     // The content digest hashes every row: only recomputed when counts, audits or trust moved.
-    const key = JSON.stringify([collector.stats(), collector.trust()]);
+    const key = JSON.stringify([collector.stats(), collector.trust(), storage.blocked()]);
     if (key === lastKey) return;
     lastKey = key;
     const text = `${JSON.stringify(status(), null, 2)}\n`;
@@ -114,6 +148,7 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     stop() {
       stopping ??= (async () => {
         clearInterval(timer);
+        guard.stop();
         gossip.stop();
         await collector.stop();
         await server.stop().catch(() => {});

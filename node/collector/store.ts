@@ -1,12 +1,13 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, sha256Hex } from '../../protocol/canonical.ts';
 import type { Digest } from '../../protocol/digest.ts';
-import type { SampleReply } from '../../protocol/fetch.ts';
+import type { LostRange, SampleReply } from '../../protocol/fetch.ts';
 import { parseJsonWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
 import { Task } from '../../protocol/task.ts';
-import { openDatabase, transaction } from '../sqlite.ts';
+import { openDatabase, storageError, transaction } from '../sqlite.ts';
+import { storageErrorOf } from '../storage/errors.ts';
 
 /** File name of the dataset index inside a dataset dir. */
 export const DATASET_DB = 'dataset.db';
@@ -62,8 +63,15 @@ export interface DatasetStore {
   addDigest(digest: Digest): AddResult;
   /** Adds digests in one transaction (a catch-up page); results in order. */
   addDigests(digests: readonly Digest[]): AddResult[];
-  /** Highest contiguous seq held from an origin (0 = none). */
+  /** Highest contiguous seq held from an origin, counting seqs it declared lost (0 = none). */
   highWater(origin: string): number;
+  /**
+   * Records seq ranges an origin's own log says it lost (/vtnode/log/1 `lost`): they count as held
+   * for the high-water mark, and that origin logging a sample again under a new seq is no conflict.
+   */
+  addLost(origin: string, ranges: readonly LostRange[]): void;
+  /** Whether an origin declared `seq` lost. */
+  isLost(origin: string, seq: number): boolean;
   /** Samples whose bodies are still wanted, ordered by origin then seq. */
   pending(limit?: number): Digest[];
   /** The stored digest of (origin, sample id). */
@@ -132,6 +140,12 @@ CREATE TABLE IF NOT EXISTS samples (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS samples_by_id ON samples (sample_id);
 CREATE INDEX IF NOT EXISTS samples_by_state ON samples (body_state);
+CREATE TABLE IF NOT EXISTS lost (
+  origin TEXT NOT NULL,
+  first INTEGER NOT NULL,
+  last INTEGER NOT NULL,
+  PRIMARY KEY (origin, first, last)
+) STRICT;
 CREATE TABLE IF NOT EXISTS origins (
   origin TEXT PRIMARY KEY,
   high_water INTEGER NOT NULL DEFAULT 0,
@@ -163,15 +177,32 @@ interface Row {
 
 const hexOf = (hash: string) => hash.slice('sha256:'.length);
 
-/** Opens (creating if needed) a dataset dir. */
+/** What to do with a corrupt dataset index (named in the error that refuses it). */
+export const DATASET_IF_CORRUPT =
+  'Move the dataset dir aside and run `vtnode collect` with a fresh --out: catch-up fetches every digest and body again from the fleet (audits and rescores are redone).';
+
+/** Opens (creating if needed) a dataset dir; a corrupt index is refused with a StorageError naming it. */
 export function openDatasetStore(dir: string): DatasetStore {
-  mkdirSync(join(dir, BODIES_DIR), { recursive: true });
-  const db = openDatabase(join(dir, DATASET_DB));
-  db.exec(SCHEMA);
+  try {
+    mkdirSync(join(dir, BODIES_DIR), { recursive: true });
+  } catch (err) {
+    throw storageErrorOf(join(dir, BODIES_DIR), "the dataset's body folder", err);
+  }
+  const dbPath = join(dir, DATASET_DB);
+  const db = openDatabase(dbPath, { what: "the collector's dataset index", ifCorrupt: DATASET_IF_CORRUPT });
+  try {
+    db.exec(SCHEMA);
+  } catch (err) {
+    db.close();
+    throw storageError(dbPath, { what: "the collector's dataset index", ifCorrupt: DATASET_IF_CORRUPT }, err);
+  }
 
   const q = {
     get: db.prepare('SELECT * FROM samples WHERE origin = ? AND seq = ?'),
-    byOriginId: db.prepare('SELECT * FROM samples WHERE origin = ? AND sample_id = ?'),
+    // The latest seq first: after an origin lost rows and logged a sample again, that is the one it serves.
+    byOriginId: db.prepare(
+      'SELECT * FROM samples WHERE origin = ? AND sample_id = ? ORDER BY seq DESC LIMIT 1',
+    ),
     byId: db.prepare(
       "SELECT * FROM samples WHERE sample_id = ? AND body_state = 'ok' ORDER BY origin LIMIT 1",
     ),
@@ -183,6 +214,8 @@ export function openDatasetStore(dir: string): DatasetStore {
     highWater: db.prepare('SELECT high_water FROM origins WHERE origin = ?'),
     has: db.prepare('SELECT 1 AS x FROM samples WHERE origin = ? AND seq = ?'),
     setHighWater: db.prepare('UPDATE origins SET high_water = ? WHERE origin = ?'),
+    addLost: db.prepare('INSERT OR IGNORE INTO lost (origin, first, last) VALUES (?, ?, ?)'),
+    lostAt: db.prepare('SELECT MAX(last) AS last FROM lost WHERE origin = ? AND first <= ? AND last >= ?'),
     pending: db.prepare("SELECT * FROM samples WHERE body_state = 'pending' ORDER BY origin, seq LIMIT ?"),
     putBody: db.prepare(
       "UPDATE samples SET body_state = 'ok', body_meta = ?, norm_hash = ? WHERE origin = ? AND seq = ?",
@@ -256,10 +289,22 @@ export function openDatasetStore(dir: string): DatasetStore {
     };
   };
 
+  /** End of the lost range of `origin` holding `seq`, or null. */
+  const lostEnd = (origin: string, seq: number): number | null =>
+    (q.lostAt.get(origin, seq, seq) as { last: number | null } | undefined)?.last ?? null;
+
   const advance = (origin: string) => {
     let hw = (q.highWater.get(origin) as { high_water: number } | undefined)?.high_water ?? 0;
     const start = hw;
-    while (q.has.get(origin, hw + 1)) hw++;
+    for (;;) {
+      if (q.has.get(origin, hw + 1)) hw++;
+      else {
+        // A range the origin lost is held as far as catch-up goes: nobody can serve it.
+        const end = lostEnd(origin, hw + 1);
+        if (end === null) break;
+        hw = end;
+      }
+    }
     if (hw !== start) q.setHighWater.run(hw, origin);
   };
 
@@ -281,7 +326,8 @@ export function openDatasetStore(dir: string): DatasetStore {
       return 'conflict';
     }
     const sameId = q.byOriginId.get(d.origin, d.sampleId) as Row | undefined;
-    if (sameId) {
+    // Logged again after the origin lost the row: a new seq for the same sample, not a contradiction.
+    if (sameId && lostEnd(d.origin, sameId.seq) === null) {
       // One sample under two seqs: the origin's log is unique per sample id, so it contradicted itself.
       q.conflict.run(d.origin);
       return 'conflict';
@@ -305,8 +351,13 @@ export function openDatasetStore(dir: string): DatasetStore {
     const path = join(dir, BODIES_DIR, hexOf(body.contentHash));
     if (!existsSync(path)) {
       const tmp = `${path}.${process.pid}.tmp`;
-      writeFileSync(tmp, body.candidate);
-      renameSync(tmp, path);
+      try {
+        writeFileSync(tmp, body.candidate);
+        renameSync(tmp, path);
+      } catch (err) {
+        rmSync(tmp, { force: true });
+        throw storageErrorOf(path, 'a dataset body', err);
+      }
     }
     const { candidate, ...meta } = body;
     q.putBody.run(canonicalJson(meta), normalisedHash(candidate), d.origin, d.seq);
@@ -323,6 +374,17 @@ export function openDatasetStore(dir: string): DatasetStore {
     },
     highWater(origin) {
       return (q.highWater.get(origin) as { high_water: number } | undefined)?.high_water ?? 0;
+    },
+    addLost(origin, ranges) {
+      if (ranges.length === 0) return;
+      transaction(db, () => {
+        q.ensureOrigin.run(origin);
+        for (const r of ranges) q.addLost.run(origin, r.first, r.last);
+        advance(origin);
+      });
+    },
+    isLost(origin, seq) {
+      return lostEnd(origin, seq) !== null;
     },
     pending(limit = 1_000_000) {
       return (q.pending.all(limit) as unknown as Row[]).map(toDigest);

@@ -4,6 +4,8 @@ import { type Digest, MAX_LOG_DIGESTS_PER_FRAME, MAX_LOG_FRAME_BYTES } from '../
 import {
   LogReply,
   LogRequest,
+  type LostRange,
+  MAX_LOST_RANGES_PER_REPLY,
   MAX_SAMPLE_IDS_PER_REQUEST,
   SampleReply,
   SampleRequest,
@@ -40,6 +42,8 @@ export function combineSources(...sources: BodySource[]): BodySource {
 export interface DigestSource {
   digestsSince(after: number, limit: number): Digest[];
   counts(): { highWater: number };
+  /** Seq ranges the log lost that end after `after`, ascending, at most `limit` (sample-log.ts), if it tracks any. */
+  lostSince?(after: number, limit: number): LostRange[];
 }
 
 export interface SampleServerOptions {
@@ -96,7 +100,12 @@ export async function createLogServer(options: LogServerOptions): Promise<Server
     async (wire) => {
       const req = await wire.expect('a log request');
       const digests = source.digestsSince(req.after, req.limit);
-      await wire.send({ digests, highWater: source.counts().highWater });
+      // Every lost range while they fit (a collector holding a seq since lost must learn so, however
+      // far back it is), else those after the asked seq (which catch-up needs to move on).
+      let lost = source.lostSince?.(0, MAX_LOST_RANGES_PER_REPLY + 1) ?? [];
+      if (lost.length > MAX_LOST_RANGES_PER_REPLY)
+        lost = source.lostSince!(req.after, MAX_LOST_RANGES_PER_REPLY);
+      await wire.send({ digests, highWater: source.counts().highWater, ...(lost.length ? { lost } : {}) });
     },
     { schema: LogRequest, maxFrameBytes: MAX_LOG_FRAME_BYTES, maxInboundStreams: 8 },
   );

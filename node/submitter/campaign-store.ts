@@ -8,7 +8,7 @@ import {
 } from '../../protocol/job.ts';
 import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
 import { logger } from '../logger.ts';
-import { type DatabaseSync, openDatabase, transaction } from '../sqlite.ts';
+import { type DatabaseSync, openDatabase, storageError, transaction } from '../sqlite.ts';
 import { CampaignSpec, PlannedTask, SCHEMA } from './campaign-schema.ts';
 import { type CampaignSummary, summarise } from './campaign-summary.ts';
 
@@ -131,14 +131,20 @@ interface SlotRow {
   result: string | null;
 }
 
+/** What to do with a corrupt campaign store (named in the error that refuses it). */
+export const CAMPAIGN_IF_CORRUPT =
+  `Move it aside with its -wal and -shm files (mv ${CAMPAIGN_DB} ${CAMPAIGN_DB}.corrupt) and start again: ` +
+  'campaigns are then started afresh by `vtnode run`, and workers answer the samples they already scored from their logs without generating them again.';
+
 export function openCampaignStore(options: CampaignStoreOptions): CampaignStore {
   const { path } = options;
-  const db = openDatabase(path);
+  const role = { what: "the submitter's campaign store", ifCorrupt: CAMPAIGN_IF_CORRUPT };
+  const db = openDatabase(path, role);
   try {
     db.exec(SCHEMA);
   } catch (err) {
     db.close();
-    throw err;
+    throw storageError(path, role, err);
   }
 
   const readSpec = (name: string): CampaignSpec | undefined => {

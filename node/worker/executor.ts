@@ -19,6 +19,14 @@ import { localPair } from '../wire/local.ts';
 import { handleFramed, type StreamHost } from '../wire/streams.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
 
+/** Whether the node can log samples durably (a full disk, a broken sample log stop it). */
+export interface StorageHealth {
+  /** Why samples cannot be logged now, or null when they can. */
+  blocked(): string | null;
+  /** Reports a failed write of `path`: true when it was a storage fault (the health then says so). */
+  failed(err: unknown, path: string): boolean;
+}
+
 export interface JobExecutorOptions {
   /** The libp2p host whose /vtnode/job/1 streams this executor serves. */
   host: StreamHost;
@@ -32,6 +40,8 @@ export interface JobExecutorOptions {
   workspaces: ReadonlyMap<string, string>;
   /** Durable sample log: every sample is appended before it is reported. */
   sampleLog: SampleLog;
+  /** Storage health: while blocked, jobs are refused and no capacity is advertised (default: always fine). */
+  storage?: StorageHealth;
   /** Jobs run at once; more are refused as `full`. */
   maxJobs: number;
   /** Candidates scored at once across all jobs (scoring is CPU-bound). */
@@ -92,6 +102,8 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       return ['bad-request', `the job names submitter ${job.submitter} but came from ${remotePeer}`];
     }
     if (stopped) return ['full', 'the node is shutting down'];
+    const blocked = options.storage?.blocked();
+    if (blocked) return ['full', `${blocked}: this node takes no jobs until that is fixed`];
     if (!options.scorer) return ['sandbox-unavailable', 'this node has no working sandbox'];
     if (!options.workspaces.has(job.task.workspace.id)) {
       return ['workspace-missing', `this node does not hold workspace ${job.task.workspace.id}`];
@@ -101,6 +113,27 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     if (running.size >= options.maxJobs)
       return ['full', `${running.size} of ${options.maxJobs} job slots busy`];
     return null;
+  }
+
+  /**
+   * Appends a scored sample to the log. A storage fault (full disk, broken log) fails the job as
+   * `internal`: the sample is not reported (never a reward), the submitter places it again elsewhere.
+   */
+  function logSample(body: SampleBody): LoggedSample {
+    try {
+      return options.sampleLog.append(body);
+    } catch (err) {
+      if (options.storage?.failed(err, options.sampleLog.path))
+        throw Object.assign(
+          new Error(
+            `cannot log sample ${body.index} to ${options.sampleLog.path}: ${(err as Error).message}`,
+          ),
+          {
+            reason: 'internal' as const,
+          },
+        );
+      throw err;
+    }
   }
 
   function result(jobId: string, logged: LoggedSample): SampleResult {
@@ -220,7 +253,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     if (todo.length === 0) return;
 
     const pending: Promise<void>[] = [];
-    let failure: { reason: 'model-error' | 'sandbox-error'; message: string } | null = null;
+    let failure: { reason: 'model-error' | 'sandbox-error' | 'internal'; message: string } | null = null;
     const outcomes: AsyncIterable<SampleOutcome> = options.models.generate({
       model: job.model,
       messages: job.task.messages,
@@ -259,13 +292,13 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       pending.push(
         scoreSample(job, index, outcome, signal)
           .then(async (body) => {
-            const logged = options.sampleLog.append(body);
+            const logged = logSample(body);
             options.onSample?.(logged);
             await wire.send(result(job.jobId, logged));
             log('job %s: sample %d reported (reward %d)', job.jobId, index, body.score.reward);
           })
-          .catch((err: Error) => {
-            if (!signal.aborted) failure ??= { reason: 'sandbox-error', message: err.message };
+          .catch((err: Error & { reason?: 'internal' }) => {
+            if (!signal.aborted) failure ??= { reason: err.reason ?? 'sandbox-error', message: err.message };
             abort.abort(err);
           }),
       );
@@ -368,7 +401,8 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       return submitterSide;
     },
     load() {
-      return { queued: 0, running: running.size, capacity: options.scorer ? options.maxJobs : 0 };
+      const capacity = options.scorer && !options.storage?.blocked() ? options.maxJobs : 0;
+      return { queued: 0, running: running.size, capacity };
     },
     async stop() {
       stopped = true;

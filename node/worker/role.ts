@@ -3,20 +3,26 @@ import type { Advert } from '../../protocol/advert.ts';
 import { createScoringCache } from '../../sandbox/cache.ts';
 import { createCheckedScorer, type Scorer } from '../../sandbox/scorer.ts';
 import type { DataDir } from '../data-dir.ts';
-import { logger } from '../logger.ts';
+import { type Logger, logger } from '../logger.ts';
 import type { ModelService } from '../models/service.ts';
+import { createDiskGuard, type DiskLimits } from '../storage/disk-guard.ts';
+import { classifyStorageError, errorText } from '../storage/errors.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import { workspaceId } from '../workspace/content-id.ts';
-import { createJobExecutor, type JobExecutor } from './executor.ts';
-import { type LoggedSample, openSampleLog, type SampleLog } from './sample-log.ts';
+import { createJobExecutor, type JobExecutor, type StorageHealth } from './executor.ts';
+import type { LoggedSample, SampleLog } from './sample-log.ts';
 
 export interface WorkerRoleOptions {
   /** The node's libp2p host. */
   host: StreamHost;
   /** The node's peer id. */
   peerId: string;
-  /** The node's data dir (the sample log lives there). */
+  /** The node's data dir (the scoring cache lives there; its disk is watched for space). */
   dataDir: DataDir;
+  /** The node's sample log (opened by the daemon before anything listens, so a bad file refuses the start). */
+  sampleLog: SampleLog;
+  /** Free-space thresholds of the data dir's disk (default DEFAULT_DISK_LIMITS). */
+  diskLimits?: DiskLimits;
   /** Model servers. */
   models: ModelService;
   /** Workspaces this node scores against: content id → directory. */
@@ -25,7 +31,7 @@ export interface WorkerRoleOptions {
   unconfined: boolean;
   /** Jobs run at once. */
   maxJobs: number;
-  /** Called when the advertised sandbox status or load changes. */
+  /** Called when the advertised sandbox status or load (a full disk included) changes. */
   onChange: () => void;
   /** Called after each sample is durable. */
   onSample?: (sample: LoggedSample) => void;
@@ -36,6 +42,8 @@ export interface WorkerRoleOptions {
 export interface WorkerRole {
   readonly executor: JobExecutor;
   readonly sampleLog: SampleLog;
+  /** Why the node cannot log samples now (a full disk, a broken sample log), or null. */
+  storageBlocked(): string | null;
   sandbox(): Advert['sandbox'];
   load(): Advert['load'];
   stop(): Promise<void>;
@@ -43,11 +51,14 @@ export interface WorkerRole {
 
 /**
  * The worker role of a node: the durable sample log, the sandbox (self-tested at start; a node
- * whose sandbox fails refuses jobs and says so in its advert), and the job executor.
+ * whose sandbox fails refuses jobs and says so in its advert), and the job executor. While the data
+ * dir's disk is full, or the sample log failed (corrupt, I/O error), the node advertises no job
+ * capacity and refuses jobs, so placement moves work elsewhere; a full disk resumes once space frees.
  */
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const log = logger('vtnode:worker');
-  const sampleLog = openSampleLog({ path: options.dataDir.path('samples.db'), origin: options.peerId });
+  const { sampleLog } = options;
+  const storage = workerStorage(options, log);
   let sandbox: Advert['sandbox'] = { backend: 'none', ok: false, detail: 'self-test running' };
   let scorer: Scorer | null = null;
   const executor = createJobExecutor({
@@ -59,6 +70,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     },
     workspaces: options.workspaces,
     sampleLog,
+    storage,
     maxJobs: options.maxJobs,
     maxScoring: Math.max(1, Math.floor(cpus().length / 2)),
     onLoadChange: options.onChange,
@@ -90,11 +102,47 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     sampleLog,
     sandbox: () => sandbox,
     load: () => executor.load(),
+    storageBlocked: () => storage.blocked(),
     async stop() {
+      storage.stop();
       await ready;
       await executor.stop();
       await scorer?.close();
       sampleLog.close();
     },
+  };
+}
+
+/**
+ * The worker's storage health: the data dir's disk guard (full until space frees), plus a sample
+ * log that failed for another reason (corrupt, I/O error), which blocks the node until it restarts.
+ */
+function workerStorage(options: WorkerRoleOptions, log: Logger): StorageHealth & { stop(): void } {
+  const guard = createDiskGuard({
+    dir: options.dataDir.root,
+    log,
+    consequence: 'This node advertises no job capacity and refuses jobs (placement moves work elsewhere)',
+    onChange: () => options.onChange(),
+    ...(options.diskLimits ? { limits: options.diskLimits } : {}),
+  });
+  let broken: string | null = null;
+  return {
+    blocked() {
+      if (broken) return broken;
+      const disk = guard.state();
+      return disk.full ? `the data dir's disk is full (${disk.reason})` : null;
+    },
+    failed(err, path) {
+      if (guard.failed(err, path)) return true;
+      const fault = classifyStorageError(err);
+      if (fault !== 'corrupt' && fault !== 'not-a-database' && fault !== 'io') return false;
+      if (!broken) {
+        broken = `${path} failed (${errorText(err)}); stop the node and check that file`;
+        log.error(`${broken}. This node refuses jobs until it restarts.`);
+        options.onChange();
+      }
+      return true;
+    },
+    stop: () => guard.stop(),
   };
 }

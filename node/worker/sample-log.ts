@@ -1,19 +1,42 @@
+import { basename, dirname, extname, join } from 'node:path';
 import type { Digest } from '../../protocol/digest.ts';
 import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
 import { logger } from '../logger.ts';
-import { openDatabase, transaction } from '../sqlite.ts';
+import { type DatabaseSync, openDatabase, storageError, transaction } from '../sqlite.ts';
+import { openSeqMark, type SeqMark } from './seq-mark.ts';
 
 const log = logger('vtnode:worker:sample-log');
 
 /** File name of the sample log in a node's data dir. */
 export const SAMPLE_LOG_DB = 'samples.db';
+/** File name of the sample log's sequence mark (seq-mark.ts), beside it. */
+export const SAMPLE_LOG_MARK = 'samples.seq';
+
+/** What to do with a corrupt sample log (named in the error that refuses it). */
+export const SAMPLE_LOG_IF_CORRUPT =
+  `Restore it from a backup, or move it aside with its -wal and -shm files (mv ${SAMPLE_LOG_DB} ${SAMPLE_LOG_DB}.corrupt): ` +
+  `the node then starts an empty log that continues after the last sequence number it published (kept in ${SAMPLE_LOG_MARK}); ` +
+  'samples only this node held are lost, collectors keep what they fetched.';
 
 export interface SampleLogOptions {
   /** Database file (in the node's data dir), or `:memory:` for tests. */
   path: string;
   /** Peer id of this node: the origin of every sample in the log (fixed for the file's life). */
   origin: string;
+  /**
+   * The sequence mark file (seq-mark.ts); default `samples.seq` beside the database, none for
+   * `:memory:`. null = no mark (seqs then rely on the database alone).
+   */
+  markPath?: string | null;
+}
+
+/** A run of sequence numbers the log handed out (and may have published) whose rows it no longer holds. */
+export interface LostRange {
+  /** First lost seq. */
+  first: number;
+  /** Last lost seq (inclusive). */
+  last: number;
 }
 
 /** A sample as the log holds it. */
@@ -36,7 +59,7 @@ export interface SampleLogCounts {
   samples: number;
   /** Samples with reward 1. */
   verified: number;
-  /** Highest sequence number (0 when empty). */
+  /** Highest sequence number handed out, lost ones included (0 when empty). */
   highWater: number;
 }
 
@@ -45,6 +68,12 @@ export interface SampleLogCounts {
  * synchronous=FULL) BEFORE it is reported to the submitter or gossiped, so whatever anyone was told
  * survives a crash. Appends are idempotent on the deterministic sample id. Sequence numbers are
  * per origin, increasing, without gaps, so a collector can catch up with "digests since seq N".
+ *
+ * Sequence numbers never rewind: before a row with a new seq is committed, the seq is flushed to
+ * the mark file beside the database. A log that opens with fewer rows than its mark says were
+ * handed out (a truncated or deleted WAL, an older backup restored, the file moved aside) records
+ * the missing seqs as a lost range, serves it to collectors (/vtnode/log/1 `lost`) so their
+ * catch-up skips it, and continues after the mark.
  */
 export interface SampleLog {
   /** Appends a scored sample durably; a sample id already present returns the existing row. */
@@ -55,6 +84,8 @@ export interface SampleLog {
   getMany(sampleIds: readonly string[]): LoggedSample[];
   /** Digests with seq greater than `after`, ascending, at most `limit`. */
   digestsSince(after: number, limit: number): Digest[];
+  /** Lost ranges that end after `after`, ascending, at most `limit`. */
+  lostSince(after: number, limit: number): LostRange[];
   counts(): SampleLogCounts;
   readonly origin: string;
   readonly path: string;
@@ -63,6 +94,7 @@ export interface SampleLog {
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+CREATE TABLE IF NOT EXISTS lost (first INTEGER PRIMARY KEY, last INTEGER NOT NULL, found_at INTEGER NOT NULL) STRICT;
 CREATE TABLE IF NOT EXISTS samples (
   seq INTEGER PRIMARY KEY,
   sample_id TEXT NOT NULL UNIQUE,
@@ -76,6 +108,43 @@ CREATE TABLE IF NOT EXISTS samples (
 ) STRICT;
 `;
 
+/** Highest seq handed out: the last row's, or the end of the last lost range. */
+const TOP = `SELECT MAX(
+  (SELECT COALESCE(MAX(seq), 0) FROM samples),
+  (SELECT COALESCE(MAX(last), 0) FROM lost)) AS seq`;
+
+/**
+ * Makes the database and the mark agree at open: rows missing below the mark become a lost range;
+ * a mark behind the rows (a mark file deleted, or new beside an existing log) is raised to them.
+ */
+function reconcile(db: DatabaseSync, path: string, mark: SeqMark | null): void {
+  if (!mark) return;
+  const top = (db.prepare(TOP).get() as { seq: number }).seq;
+  const marked = mark.value();
+  if (marked > top) {
+    transaction(db, () =>
+      db
+        .prepare('INSERT INTO lost (first, last, found_at) VALUES (?, ?, ?)')
+        .run(top + 1, marked, Date.now()),
+    );
+    if (marked === top + 1)
+      // The usual cause: the node stopped between flushing the mark and committing the row.
+      log(
+        `${path}: seq ${marked} was handed out but is not in the log (the node stopped mid-append?): recorded as lost`,
+      );
+    else
+      log.warn(
+        `${path}: the log holds seqs up to ${top}, but seqs up to ${marked} were handed out (${mark.path}): ` +
+          `rows ${top + 1}..${marked} are lost (a truncated or deleted WAL, an older copy restored, or the file replaced). ` +
+          `They are recorded as lost, collectors skip them, and new samples continue at seq ${marked + 1}.`,
+      );
+  } else if (marked < top) {
+    if (!mark.created)
+      log.warn(`${mark.path}: the mark (${marked}) is behind the log (${top}); raised to ${top}`);
+    mark.advance(top);
+  }
+}
+
 interface Row {
   seq: number;
   sample_id: string;
@@ -88,10 +157,18 @@ interface Row {
   body: string;
 }
 
+function defaultMarkPath(path: string): string | null {
+  if (path === ':memory:') return null;
+  return join(dirname(path), `${basename(path, extname(path))}.seq`);
+}
+
 export function openSampleLog(options: SampleLogOptions): SampleLog {
   const { path, origin } = options;
   if (!origin) throw new TypeError('openSampleLog: origin (the node peer id) is required');
-  const db = openDatabase(path);
+  const markPath = options.markPath === undefined ? defaultMarkPath(path) : options.markPath;
+  const role = { what: "the worker's sample log", ifCorrupt: SAMPLE_LOG_IF_CORRUPT };
+  const db = openDatabase(path, role);
+  let mark: SeqMark | null = null;
   try {
     db.exec(SCHEMA);
     const stored = db.prepare('SELECT value FROM meta WHERE key = ?').get('origin') as
@@ -102,13 +179,16 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
       throw new Error(
         `${path}: sample log belongs to peer ${stored.value}, not ${origin} (a log's sequence numbers are per origin; use the data dir of that node)`,
       );
+    if (markPath) mark = openSeqMark(markPath, origin);
+    reconcile(db, path, mark);
   } catch (err) {
+    mark?.close();
     db.close();
-    throw err;
+    throw storageError(path, role, err);
   }
 
   const byId = db.prepare('SELECT * FROM samples WHERE sample_id = ?');
-  const last = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM samples');
+  const last = db.prepare(TOP);
   const insert = db.prepare(
     `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -117,8 +197,9 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
     'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
   );
   const countAll = db.prepare(
-    'SELECT COUNT(*) AS samples, COALESCE(SUM(reward >= 1), 0) AS verified, COALESCE(MAX(seq), 0) AS highWater FROM samples',
+    'SELECT COUNT(*) AS samples, COALESCE(SUM(reward >= 1), 0) AS verified FROM samples',
   );
+  const lostAfter = db.prepare('SELECT first, last FROM lost WHERE last > ? ORDER BY first LIMIT ?');
 
   const toLogged = (row: Row): LoggedSample => ({
     seq: row.seq,
@@ -148,6 +229,8 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
           return { ...toLogged(existing), created: false };
         }
         const seq = (last.get() as { seq: number }).seq + 1;
+        // The mark is on disk before the row is visible to anyone (gossip, /vtnode/log/1, the submitter).
+        mark?.advance(seq);
         insert.run(
           seq,
           body.sampleId,
@@ -192,11 +275,20 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
         seq: r.seq,
       }));
     },
+    lostSince(after, limit) {
+      return (lostAfter.all(after, limit) as unknown as LostRange[]).map((r) => ({
+        first: r.first,
+        last: r.last,
+      }));
+    },
     counts() {
-      const r = countAll.get() as { samples: number; verified: number; highWater: number };
-      return { samples: r.samples, verified: r.verified, highWater: r.highWater };
+      const r = countAll.get() as { samples: number; verified: number };
+      const highWater = (last.get() as { seq: number }).seq;
+      return { samples: r.samples, verified: r.verified, highWater };
     },
     close() {
+      mark?.close();
+      mark = null;
       if (db.isOpen) db.close();
     },
   };
