@@ -1,4 +1,5 @@
 import { EXPORT_FORMATS, type ExportFormat, exportDataset } from '../../node/collector/export.ts';
+import { ExportTargetError } from '../../node/collector/export-dir.ts';
 import { openExistingDataset } from '../../node/collector/open.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 
@@ -19,7 +20,11 @@ Formats:
 Options:
   --from DATASET          dataset dir written by \`vtnode collect\`
   --format FORMAT         mlx, hf or repair
-  --out DIR               output dir (created; existing export files are replaced)
+  --out DIR               output dir: created, or replaced as a whole when it holds a previous
+                          export (written beside it, then swapped in: no stale file remains, and
+                          a failure leaves the previous export intact); any other non-empty dir
+                          is refused
+  --force                 replace a non-empty --out that is not a previous export (and all in it)
   --min-reward R          verified threshold (default: the dataset's, 1.0)
   --valid-fraction F      share of source-sharing groups for valid.jsonl (default 0.1)
   --json                  print the manifest as JSON`;
@@ -45,6 +50,7 @@ export const command: Command = {
         out: { type: 'string' },
         'min-reward': { type: 'string' },
         'valid-fraction': { type: 'string' },
+        force: { type: 'boolean' },
         json: { type: 'boolean' },
       },
       usage,
@@ -60,6 +66,7 @@ export const command: Command = {
       );
     try {
       const manifest = await exportDataset({
+        ...(values.force ? { force: true } : {}),
         store,
         format: values.format as ExportFormat,
         out: values.out,
@@ -82,6 +89,9 @@ export const command: Command = {
         for (const w of manifest.warnings) process.stderr.write(`warning: ${w}\n`);
       }
       return 0;
+    } catch (err) {
+      if (err instanceof ExportTargetError) throw new CliError(err.message);
+      throw err;
     } finally {
       store.close();
     }

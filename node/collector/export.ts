@@ -1,9 +1,8 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { sha256Hex } from '../../protocol/canonical.ts';
 import type { ChatMessage, Task } from '../../protocol/task.ts';
 import { VTNODE_VERSION } from '../../protocol/version.ts';
 import { fenced, languageOf } from '../tasks/prompt.ts';
+import { MANIFEST, writeExport } from './export-dir.ts';
 import { type Selection, selectRows, type VerifiedRow } from './select.ts';
 import type { DatasetStore } from './store.ts';
 
@@ -14,8 +13,13 @@ export interface ExportOptions {
   /** The dataset to export. */
   store: DatasetStore;
   format: ExportFormat;
-  /** Output dir (created; files of the export are overwritten). */
+  /**
+   * Output dir: created, or replaced as a whole when it holds a previous export (export-dir.ts);
+   * any other non-empty dir is refused (ExportTargetError) unless `force`.
+   */
   out: string;
+  /** Replace a non-empty `out` that is not a previous export (everything in it is deleted). */
+  force?: boolean;
   /** Reward at or above which a sample is verified (default: the dataset's, else 1). */
   minReward?: number;
   /** Share of source-sharing groups drawn for `valid.jsonl` (mlx, repair; default 0.1). */
@@ -98,7 +102,11 @@ function repairMessages(failed: VerifiedRow, passing: VerifiedRow): ChatMessage[
   ];
 }
 
-/** Writes an export of a dataset: data files plus manifest.json; byte-identical for the same dataset. */
+/**
+ * Writes an export of a dataset: data files plus manifest.json; byte-identical for the same dataset.
+ * The files are written beside `out` and swapped in (export-dir.ts): no stale file of an earlier
+ * export remains, and a failure leaves the earlier export intact.
+ */
 export async function exportDataset(options: ExportOptions): Promise<Manifest> {
   const { store, format, out } = options;
   const minReward = options.minReward ?? Number(store.getMeta('minReward') ?? 1);
@@ -178,13 +186,9 @@ export async function exportDataset(options: ExportOptions): Promise<Manifest> {
     files.set('README.md', { text: datasetCard(trainRows.length, testRows.length, used), rows: 0 });
   }
 
-  await mkdir(out, { recursive: true });
   const written: ExportedFile[] = [];
-  for (const [path, { text, rows }] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
-    await mkdir(dirname(join(out, path)), { recursive: true });
-    await writeFile(join(out, path), text);
+  for (const [path, { text, rows }] of [...files].sort(([a], [b]) => a.localeCompare(b)))
     written.push({ path, sha256: sha256Hex(text), bytes: Buffer.byteLength(text), rows });
-  }
   const uniq = (xs: (string | null)[]) => [...new Set(xs.filter((x): x is string => x !== null))].sort();
   const manifest: Manifest = {
     format,
@@ -207,7 +211,14 @@ export async function exportDataset(options: ExportOptions): Promise<Manifest> {
     promptFingerprints: new Set(used.map((r) => r.task.promptFingerprint)).size,
     warnings,
   };
-  await writeFile(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  await writeExport({
+    out,
+    files: new Map([
+      ...[...files].map(([path, { text }]) => [path, text] as const),
+      [MANIFEST, `${JSON.stringify(manifest, null, 2)}\n`],
+    ]),
+    ...(options.force ? { force: true } : {}),
+  });
   return manifest;
 }
 
