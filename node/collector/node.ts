@@ -77,7 +77,10 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     log,
     consequence: 'The collector stops fetching digests and bodies',
     onChange: (state) => {
-      if (!state.full) void collector?.catchUp();
+      if (!state.full)
+        collector
+          ?.catchUp()
+          .catch((err: Error) => log.warn(`catch-up after the disk freed failed: ${err.message}`));
     },
     ...(options.diskLimits ? { limits: options.diskLimits } : {}),
   });

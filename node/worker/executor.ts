@@ -123,16 +123,9 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     try {
       return options.sampleLog.append(body);
     } catch (err) {
-      if (options.storage?.failed(err, options.sampleLog.path))
-        throw Object.assign(
-          new Error(
-            `cannot log sample ${body.index} to ${options.sampleLog.path}: ${(err as Error).message}`,
-          ),
-          {
-            reason: 'internal' as const,
-          },
-        );
-      throw err;
+      if (!options.storage?.failed(err, options.sampleLog.path)) throw err;
+      const message = `cannot log sample ${body.index} to ${options.sampleLog.path}: ${(err as Error).message}`;
+      throw Object.assign(new Error(message), { reason: 'internal' as const });
     }
   }
 

@@ -117,7 +117,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
  * The worker's storage health: the data dir's disk guard (full until space frees), plus a sample
  * log that failed for another reason (corrupt, I/O error), which blocks the node until it restarts.
  */
-function workerStorage(options: WorkerRoleOptions, log: Logger): StorageHealth & { stop(): void } {
+export function workerStorage(
+  options: Pick<WorkerRoleOptions, 'dataDir' | 'onChange' | 'diskLimits'>,
+  log: Logger,
+): StorageHealth & { stop(): void } {
   const guard = createDiskGuard({
     dir: options.dataDir.root,
     log,
