@@ -15,7 +15,7 @@ import type { Task } from '../../protocol/task.ts';
 import { LEDGER, MODEL, mineLedger, runCampaign, writeTasks } from '../helpers/campaign.ts';
 import { eventually, type Proc, Sandbox, vtnode } from '../helpers/cli.ts';
 import { INTERVAL, initFleet, startNode, status, waitForPeers } from '../helpers/fleet.ts';
-import { fillDisk, freeDisk, isRoot, mountTmpfs, unmount } from '../helpers/storage.ts';
+import { canMount, fillDisk, freeDisk, mountTmpfs, unmount } from '../helpers/storage.ts';
 
 const box = new Sandbox();
 const servers: Emulator[] = [];
@@ -32,7 +32,7 @@ let collectorDir = '';
 let dataset = '';
 
 beforeAll(async () => {
-  if (!isRoot) return;
+  if (!canMount) return;
   work = await box.tempDir('vt-diskfull-');
   tasks = (await mineLedger(work)).tasks;
   // Not a box dir: the box removes its dirs while the tmpfs may still be mounted.
@@ -132,94 +132,97 @@ const collected = (n: number, timeoutMs = 60_000) =>
     `the collector to hold ${n} samples`,
   );
 
-describe.skipIf(!isRoot)('a full disk under a worker and a collector (tmpfs; needs root)', () => {
-  let filler = '';
-  let before = 0;
+describe.skipIf(!canMount)(
+  'a full disk under a worker and a collector (a tmpfs: needs root allowed to mount)',
+  () => {
+    let filler = '';
+    let before = 0;
 
-  it('with space: both workers take work, the collector gets every sample', async () => {
-    const res = await runCampaign(dirs[0]!, await writeTasks(join(work, 'a.jsonl'), tasks.slice(0, 6)), [
-      '-k',
-      '2',
-      '--campaign',
-      'a',
-    ]);
-    expect(res.code, res.stderr).toBe(0);
-    expect(res.json!.samples).toMatchObject({ planned: 12, scored: 12 });
-    expect(new Set(res.json!.tasks.flatMap((t) => t.nodes))).toEqual(new Set(peers));
-    await collected(12);
-    before = res.json!.nodes.find((n) => n.peerId === peers[1])!.scored;
-    expect(before).toBeGreaterThan(0);
-  }, 240_000);
+    it('with space: both workers take work, the collector gets every sample', async () => {
+      const res = await runCampaign(dirs[0]!, await writeTasks(join(work, 'a.jsonl'), tasks.slice(0, 6)), [
+        '-k',
+        '2',
+        '--campaign',
+        'a',
+      ]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.json!.samples).toMatchObject({ planned: 12, scored: 12 });
+      expect(new Set(res.json!.tasks.flatMap((t) => t.nodes))).toEqual(new Set(peers));
+      await collected(12);
+      before = res.json!.nodes.find((n) => n.peerId === peers[1])!.scored;
+      expect(before).toBeGreaterThan(0);
+    }, 240_000);
 
-  it('filled: the worker advertises no capacity and says why; the collector stops fetching and says why', async () => {
-    filler = await fillDisk(mnt);
-    await eventually(
-      async () => (await capacityOf(peers[1]!)) === 0,
-      20_000,
-      'the full worker to advertise 0',
-    );
-    expect((await status(dirs[1]!)).storage).toMatch(/^the data dir's disk is full \(.*MiB free, below/);
-    await worker1.waitFor(/is full: .*This node advertises no job capacity and refuses jobs/);
-    await eventually(
-      async () => (await collectorStatus()).storage,
-      20_000,
-      'the collector to say it is full',
-    );
-    await collector.waitFor(/is full: .*The collector stops fetching digests and bodies until space frees/);
-    const text = await vtnode(['status', '--data-dir', collectorDir]);
-    expect(text.stdout).toMatch(/not fetching: the dataset's disk is full/);
-    // The other worker is untouched.
-    expect(await capacityOf(peers[0]!)).toBe(2);
-  }, 60_000);
+    it('filled: the worker advertises no capacity and says why; the collector stops fetching and says why', async () => {
+      filler = await fillDisk(mnt);
+      await eventually(
+        async () => (await capacityOf(peers[1]!)) === 0,
+        20_000,
+        'the full worker to advertise 0',
+      );
+      expect((await status(dirs[1]!)).storage).toMatch(/^the data dir's disk is full \(.*MiB free, below/);
+      await worker1.waitFor(/is full: .*This node advertises no job capacity and refuses jobs/);
+      await eventually(
+        async () => (await collectorStatus()).storage,
+        20_000,
+        'the collector to say it is full',
+      );
+      await collector.waitFor(/is full: .*The collector stops fetching digests and bodies until space frees/);
+      const text = await vtnode(['status', '--data-dir', collectorDir]);
+      expect(text.stdout).toMatch(/not fetching: the dataset's disk is full/);
+      // The other worker is untouched.
+      expect(await capacityOf(peers[0]!)).toBe(2);
+    }, 60_000);
 
-  it('full: the campaign runs on the other worker only, and completes', async () => {
-    const res = await runCampaign(dirs[0]!, await writeTasks(join(work, 'b.jsonl'), tasks.slice(6, 10)), [
-      '-k',
-      '2',
-      '--campaign',
-      'b',
-    ]);
-    expect(res.code, res.stderr).toBe(0);
-    expect(res.json!.samples).toMatchObject({ planned: 8, scored: 8 });
-    expect(res.json!.tasks.flatMap((t) => t.nodes)).not.toContain(peers[1]);
-    // Still full: the worker still refuses, the collector still says so.
-    expect(await capacityOf(peers[1]!)).toBe(0);
-    expect((await collectorStatus()).storage).toMatch(/full/);
-  }, 240_000);
+    it('full: the campaign runs on the other worker only, and completes', async () => {
+      const res = await runCampaign(dirs[0]!, await writeTasks(join(work, 'b.jsonl'), tasks.slice(6, 10)), [
+        '-k',
+        '2',
+        '--campaign',
+        'b',
+      ]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.json!.samples).toMatchObject({ planned: 8, scored: 8 });
+      expect(res.json!.tasks.flatMap((t) => t.nodes)).not.toContain(peers[1]);
+      // Still full: the worker still refuses, the collector still says so.
+      expect(await capacityOf(peers[1]!)).toBe(0);
+      expect((await collectorStatus()).storage).toMatch(/full/);
+    }, 240_000);
 
-  it('freed: both resume on their own; the collector catches up on what it missed, nothing lost', async () => {
-    await freeDisk(filler);
-    await eventually(
-      async () => (await capacityOf(peers[1]!)) === 2,
-      30_000,
-      'the worker to advertise capacity',
-    );
-    expect((await status(dirs[1]!)).storage).toBeUndefined();
-    await worker1.waitFor(/has space again: resuming/);
-    await collected(20, 90_000);
-    expect((await collectorStatus()).storage).toBeUndefined();
+    it('freed: both resume on their own; the collector catches up on what it missed, nothing lost', async () => {
+      await freeDisk(filler);
+      await eventually(
+        async () => (await capacityOf(peers[1]!)) === 2,
+        30_000,
+        'the worker to advertise capacity',
+      );
+      expect((await status(dirs[1]!)).storage).toBeUndefined();
+      await worker1.waitFor(/has space again: resuming/);
+      await collected(20, 90_000);
+      expect((await collectorStatus()).storage).toBeUndefined();
 
-    // Campaign a's tasks again with other seeds (new samples): their prompts are warm on the worker
-    // that ran them, so placement sends that worker its share again, and it logs new samples.
-    const res = await runCampaign(dirs[0]!, join(work, 'a.jsonl'), [
-      '-k',
-      '2',
-      '--campaign',
-      'c',
-      '--seed',
-      '100',
-    ]);
-    expect(res.code, res.stderr).toBe(0);
-    expect(res.json!.tasks.flatMap((t) => t.nodes)).toContain(peers[1]);
-    const after = res.json!.nodes.find((n) => n.peerId === peers[1])!.scored;
-    await collected(20 + res.json!.samples.scored);
+      // Campaign a's tasks again with other seeds (new samples): their prompts are warm on the worker
+      // that ran them, so placement sends that worker its share again, and it logs new samples.
+      const res = await runCampaign(dirs[0]!, join(work, 'a.jsonl'), [
+        '-k',
+        '2',
+        '--campaign',
+        'c',
+        '--seed',
+        '100',
+      ]);
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.json!.tasks.flatMap((t) => t.nodes)).toContain(peers[1]);
+      const after = res.json!.nodes.find((n) => n.peerId === peers[1])!.scored;
+      await collected(20 + res.json!.samples.scored);
 
-    // The worker's log: every sample it ever scored, seqs 1..n, no loss recorded, the file intact.
-    expect((await vtnode(['leave', '--data-dir', dirs[1]!])).code).toBe(0);
-    await worker1.exited;
-    const log = openSampleLog({ path: join(dirs[1]!, 'samples.db'), origin: peers[1]! });
-    expect(log.counts()).toMatchObject({ samples: before + after, highWater: before + after });
-    expect(log.lostSince(0, 10)).toEqual([]);
-    log.close();
-  }, 300_000);
-});
+      // The worker's log: every sample it ever scored, seqs 1..n, no loss recorded, the file intact.
+      expect((await vtnode(['leave', '--data-dir', dirs[1]!])).code).toBe(0);
+      await worker1.exited;
+      const log = openSampleLog({ path: join(dirs[1]!, 'samples.db'), origin: peers[1]! });
+      expect(log.counts()).toMatchObject({ samples: before + after, highWater: before + after });
+      expect(log.lostSince(0, 10)).toEqual([]);
+      log.close();
+    }, 300_000);
+  },
+);

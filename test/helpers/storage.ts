@@ -2,7 +2,8 @@
 // small tmpfs mounts (root only) filled to the last byte.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { open, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { openDatasetStore } from '../../node/collector/store.ts';
@@ -114,8 +115,26 @@ export const DAMAGES: {
   },
 ];
 
-/** True when this process may mount file systems. */
-export const isRoot = process.getuid?.() === 0;
+/**
+ * Whether this process can mount a tmpfs (root, with the right to mount: a container may deny it
+ * even to root). Probed once by mounting and unmounting a tiny one.
+ */
+export async function canMountTmpfs(): Promise<boolean> {
+  if (process.getuid?.() !== 0) return false;
+  const dir = await mkdtemp(join(tmpdir(), 'vt-mount-probe-'));
+  try {
+    await run('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir]);
+    await run('umount', [dir]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+/** True when this process can mount a tmpfs for a full-disk test (see canMountTmpfs). */
+export const canMount = await canMountTmpfs();
 
 /** Mounts a tmpfs of `bytes` at `dir` (root only). */
 export async function mountTmpfs(dir: string, bytes: number): Promise<void> {
