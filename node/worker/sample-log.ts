@@ -1,5 +1,6 @@
 import { basename, dirname, extname, join } from 'node:path';
 import type { Digest } from '../../protocol/digest.ts';
+import type { LostRange } from '../../protocol/fetch.ts';
 import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
 import { logger } from '../logger.ts';
@@ -32,12 +33,7 @@ export interface SampleLogOptions {
 }
 
 /** A run of sequence numbers the log handed out (and may have published) whose rows it no longer holds. */
-export interface LostRange {
-  /** First lost seq. */
-  first: number;
-  /** Last lost seq (inclusive). */
-  last: number;
-}
+export type { LostRange };
 
 /** A sample as the log holds it. */
 export interface LoggedSample {
