@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { advertTopic, digestTopic } from '../protocol/topics.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
 import type { Scorer } from '../sandbox/scorer.ts';
@@ -18,6 +19,8 @@ import { type FleetStatus, nodeStatus } from './status.ts';
 import { CAMPAIGN_DB, openCampaignStore } from './submitter/campaign-store.ts';
 import { createCampaignService } from './submitter/service.ts';
 import { memory } from './system.ts';
+import { createOffenceLedger } from './wire/offences.ts';
+import { guardStreams } from './wire/streams.ts';
 import { startWorkerRole, type WorkerRole } from './worker/role.ts';
 import { workspaceIdentity } from './workspace/content-id.ts';
 
@@ -85,12 +88,19 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     log('workspace %s has content id %s', dir, id.id);
   }
 
+  // Peers that misuse the stream protocols are banned for a while (see node/wire/offences.ts).
+  const offences = createOffenceLedger();
   const host = await createHost({
     privateKey,
     psk: fleet.psk,
     listen: await listenAddrs(config),
     mdns: config.mdns,
     topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
+    denyPeer: (peer) => offences.banned(peer, Date.now()),
+  });
+  guardStreams(host, {
+    ledger: offences,
+    onBan: (peer) => void host.hangUp(peerIdFromString(peer)).catch(() => {}),
   });
   await host.start();
 

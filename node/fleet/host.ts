@@ -24,9 +24,22 @@ export interface HostOptions {
   mdns: boolean;
   /** Gossipsub topics whose quietness must not be penalised, with the weight of an invalid message. */
   topics: string[];
+  /** Peers refused a connection either way (a banned offender); none by default. */
+  denyPeer?: (peerId: string) => boolean;
 }
 
 export type Host = Libp2p<{ pubsub: ReturnType<ReturnType<typeof gossipsub>>; identify: unknown }>;
+
+/** A connection gater refusing `deny`'s peers once their identity is known (after the handshake). */
+function gater(deny?: (peerId: string) => boolean) {
+  if (!deny) return {};
+  const refuse = async (peer: { toString(): string }) => deny(peer.toString());
+  return {
+    denyDialPeer: refuse,
+    denyInboundEncryptedConnection: refuse,
+    denyOutboundEncryptedConnection: refuse,
+  };
+}
 
 /**
  * The libp2p host of a vtnode: TCP, the fleet's private network (pnet), noise, yamux, identify and
@@ -68,6 +81,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     peerDiscovery,
+    connectionGater: gater(options.denyPeer),
     connectionManager: {
       maxConnections: 500,
       // Many fleet members behind one address (a lab, loopback tests) connect at once.
