@@ -79,5 +79,5 @@ export function waitForPeers(dataDir: string, expected: string[], timeoutMs = 20
 }
 
 export async function peerIdOf(dataDir: string): Promise<string> {
-  return eventually(async () => (await status(dataDir)).self, 20_000, `${dataDir} to answer status`);
+  return eventually(async () => (await status(dataDir)).self, 60_000, `${dataDir} to answer status`);
 }
