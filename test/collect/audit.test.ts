@@ -5,15 +5,13 @@ import { createCollector, scorerAuditor } from '../../node/collector/collector.t
 import { openDatasetStore } from '../../node/collector/store.ts';
 import { selectedForAudit } from '../../node/collector/trust.ts';
 import { newPsk } from '../../node/data-dir.ts';
-import { createLogServer, createSampleServer } from '../../node/digests/servers.ts';
 import type { Host } from '../../node/fleet/host.ts';
-import { openSampleLog } from '../../node/worker/sample-log.ts';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, type Scorer } from '../../sandbox/scorer.ts';
 import { sampleBody } from '../helpers/samples.ts';
 import { makeTask, NODE_WS } from '../sandbox/fixtures.ts';
-import { connect, tempDir, testHost } from './helpers.ts';
+import { connect, serveLog, tempDir, testHost, testWorker } from './helpers.ts';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let scorer: Scorer;
@@ -53,10 +51,9 @@ describe('spot audits', () => {
 
   it('catches a worker that inflates rewards: trust drops, its unverified samples are quarantined', async () => {
     const psk = newPsk();
-    const w = await testHost(psk);
+    const { host: w, log } = await testWorker(psk);
     const c = await testHost(psk);
     hosts.push(w, c);
-    const log = openSampleLog({ path: ':memory:', origin: w.peerId.toString() });
     const broken = reference.replace('return a + b;', 'return a - b;');
     expect(broken).not.toBe(reference);
     // What an inflating worker logs: every reward 1, whatever its sandbox said.
@@ -68,8 +65,7 @@ describe('spot audits', () => {
     mk(0, reference);
     mk(1, broken);
     mk(2, `${reference}\n`);
-    await createSampleServer({ host: w, source: log });
-    await createLogServer({ host: w, source: log });
+    await serveLog(w, log);
     await connect(c, w);
 
     const store = openDatasetStore(join(tmp.dir, 'ds'));
@@ -102,16 +98,14 @@ describe('spot audits', () => {
 
   it('does not audit without the workspace, and audits nothing of an honest worker at fraction 0', async () => {
     const psk = newPsk();
-    const w = await testHost(psk);
+    const { host: w, log } = await testWorker(psk);
     const c = await testHost(psk);
     hosts.push(w, c);
-    const log = openSampleLog({ path: ':memory:', origin: w.peerId.toString() });
     log.append({
       ...sampleBody(task.id, 'qwen', 0, { candidate: reference }),
       promptFingerprint: task.promptFingerprint,
     });
-    await createSampleServer({ host: w, source: log });
-    await createLogServer({ host: w, source: log });
+    await serveLog(w, log);
     await connect(c, w);
     const store = openDatasetStore(join(tmp.dir, 'ds2'));
     store.putTasks([task]);
