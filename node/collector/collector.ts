@@ -9,7 +9,8 @@ import { checkRelayed } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import { planCatchUp, summaryKey, worthPulling } from './catch-up.ts';
-import type { DatasetStore } from './store.ts';
+import { claimsAgree } from './claims.ts';
+import type { Claim, DatasetStore } from './store.ts';
 import { type OriginTrust, selectedForAudit, trustOf } from './trust.ts';
 
 /** Re-scores a candidate in the collector's own sandbox; null when it cannot (workspace not held). */
@@ -72,9 +73,7 @@ export interface CollectorOptions {
   peers: () => string[];
   /** The dataset dir. */
   store: DatasetStore;
-  /** Reward at or above which a sample counts as verified (default 1.0). */
-  minReward?: number;
-  /** Fraction of verified samples re-scored (default 0.05). */
+  /** Fraction of samples re-scored, whatever their claimed reward (default 0.05). */
   auditFraction?: number;
   /** Re-scores samples; none = no audits. */
   auditor?: Auditor | null;
@@ -130,14 +129,14 @@ const rowKey = (d: { origin: string; seq: number }) => `${d.origin}#${d.seq}`;
 
 /**
  * The collector: stores every signed digest it learns of (gossip, or catch-up from the origin or any
- * node that holds it), fetches and verifies the bodies, spot-audits verified samples and keeps trust
- * per origin. All state lives in the dataset store, so a restarted collector resumes
+ * node that holds it), fetches and verifies the bodies, audits a fraction of samples (every reward,
+ * so deflation is caught as well as inflation) and every claim of a sample id whose claims disagree,
+ * and keeps trust per origin. All state lives in the dataset store, so a restarted collector resumes
  * from its high-water marks.
  */
 export function createCollector(options: CollectorOptions): Collector {
   const log = logger('vtnode:collector');
   const { host, store } = options;
-  const minReward = options.minReward ?? 1;
   const auditFraction = options.auditFraction ?? 0.05;
   const auditor = options.auditor ?? null;
   const fetchDelayMs = options.fetchDelayMs ?? 50;
@@ -167,6 +166,12 @@ export function createCollector(options: CollectorOptions): Collector {
     return r ? trustOf({ ...r, samples: 0 }).suspect : false;
   };
 
+  /** The claims of a sample id when they disagree (every side is then audited, whatever its reward), else null. */
+  const contested = (id: string): Claim[] | null => {
+    const claims = store.claimsOf(id);
+    return claims.length > 1 && !claimsAgree(claims.map((c) => c.digest)) ? claims : null;
+  };
+
   // ---- audits: one at a time (a sandbox run is CPU-heavy) ----
   const auditQueue: SignedDigest[] = [];
   const auditQueued = new Set<string>();
@@ -174,8 +179,7 @@ export function createCollector(options: CollectorOptions): Collector {
 
   const wantsAudit = (d: Digest): boolean =>
     auditor !== null &&
-    d.reward >= minReward &&
-    (selectedForAudit(d.sampleId, auditFraction) || suspect(d.origin));
+    (selectedForAudit(d.sampleId, auditFraction) || suspect(d.origin) || contested(d.sampleId) !== null);
 
   const queueAudit = (d: SignedDigest) => {
     if (!auditor || !taskOf(d.taskId) || auditQueued.has(rowKey(d))) return;
@@ -184,6 +188,14 @@ export function createCollector(options: CollectorOptions): Collector {
     auditing ??= runAudits().finally(() => {
       auditing = null;
     });
+  };
+
+  /** A new claim of a sample id others claimed differently: the claims held with bodies are audited now. */
+  const auditContested = (added: readonly SignedDigest[]) => {
+    if (!auditor) return;
+    for (const d of added)
+      for (const c of contested(d.sampleId) ?? [])
+        if (c.bodyState === 'ok' && c.audit === 'none') queueAudit(c.digest);
   };
 
   async function auditOne(d: SignedDigest): Promise<void> {
@@ -207,8 +219,8 @@ export function createCollector(options: CollectorOptions): Collector {
     log.warn(
       `audit: ${d.origin} claimed reward ${d.reward} for ${d.sampleId} (task ${d.taskId}), the re-score gave ${result.reward}; ${n} of its samples quarantined until re-verified`,
     );
-    // A suspect origin gets every verified sample audited.
-    for (const other of store.unaudited(minReward)) if (other.origin === d.origin) queueAudit(other);
+    // A suspect origin gets every sample audited, whatever reward it claimed.
+    for (const other of store.unaudited()) if (other.origin === d.origin) queueAudit(other);
   }
 
   async function runAudits(): Promise<void> {
@@ -236,6 +248,7 @@ export function createCollector(options: CollectorOptions): Collector {
         );
       return results[i] === 'new';
     });
+    auditContested(added);
     return added;
   };
 
@@ -411,7 +424,7 @@ export function createCollector(options: CollectorOptions): Collector {
     const pending = store.pending();
     if (pending.length > 0) await fetchAll(pending, withStop(signal));
     // Bodies fetched before a restart whose audit never ran.
-    if (auditor) for (const d of store.unaudited(minReward)) if (wantsAudit(d)) queueAudit(d);
+    if (auditor) for (const d of store.unaudited()) if (wantsAudit(d)) queueAudit(d);
   };
 
   let timer: NodeJS.Timeout | null = null;

@@ -27,7 +27,7 @@ export interface CollectorNodeOptions {
   tasks?: readonly Task[];
   /** Reward at or above which a sample is verified (default 1). */
   minReward?: number;
-  /** Share of verified samples re-scored (default 0.05). */
+  /** Share of samples re-scored, whatever their claimed reward (default 0.05). */
   auditFraction?: number;
   /** The sandbox scorer for audits; null = no audits. */
   scorer?: Scorer | null;
@@ -69,7 +69,6 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     host: fleet.host,
     peers: () => [...new Set(fleet.peers())].filter((p) => p !== self).sort(),
     store,
-    minReward: options.minReward ?? 1,
     auditFraction: options.auditFraction ?? 0.05,
     auditor: options.scorer ? scorerAuditor(options.scorer, options.workspaces ?? new Map()) : null,
     catchUpIntervalMs: options.catchUpIntervalMs ?? 30_000,

@@ -58,6 +58,13 @@ export interface OriginRecord {
   conflicts: number;
 }
 
+/** A claim of one sample id, without its body (see DatasetStore.claimsOf). */
+export interface Claim {
+  digest: SignedDigest;
+  bodyState: BodyState;
+  audit: AuditState;
+}
+
 /** Result of adding a digest. */
 export type AddResult = 'new' | 'known' | 'conflict';
 
@@ -77,6 +84,8 @@ export interface DatasetStore {
   pending(limit?: number): SignedDigest[];
   /** The stored digest of (origin, sample id). */
   digest(origin: string, sampleId: string): SignedDigest | undefined;
+  /** Every origin's claim of one sample id (ordered by origin), bodies not read. */
+  claimsOf(sampleId: string): Claim[];
   /** Stores a verified body for its digest (callers check it against the digest first). */
   putBody(digest: Digest, body: SampleBody): void;
   /** Stores verified bodies in one transaction. */
@@ -98,8 +107,8 @@ export interface DatasetStore {
   origins(): OriginRecord[];
   /** One origin's record (without reading its samples), or undefined. */
   origin(origin: string): Omit<OriginRecord, 'samples'> | undefined;
-  /** Digests with a verified body, claimed reward ≥ minReward and no audit yet (no body is read). */
-  unaudited(minReward: number): SignedDigest[];
+  /** Digests with a verified body and no audit yet, whatever their reward (no body is read). */
+  unaudited(): SignedDigest[];
   /** Adds or replaces tasks (by id). */
   putTasks(tasks: readonly Task[]): number;
   tasks(): Map<string, Task>;
@@ -191,6 +200,9 @@ export function openDatasetStore(dir: string): DatasetStore {
   const q = {
     get: db.prepare('SELECT * FROM samples WHERE origin = ? AND seq = ?'),
     byOriginId: db.prepare('SELECT * FROM samples WHERE origin = ? AND sample_id = ?'),
+    claims: db.prepare(
+      'SELECT origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, body_state, audit FROM samples WHERE sample_id = ? ORDER BY origin, seq',
+    ),
     insert: db.prepare(
       `INSERT INTO samples (origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -228,7 +240,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     ),
     origin: db.prepare('SELECT * FROM origins WHERE origin = ?'),
     unaudited: db.prepare(
-      "SELECT * FROM samples WHERE body_state = 'ok' AND audit = 'none' AND reward >= ? ORDER BY origin, seq",
+      "SELECT * FROM samples WHERE body_state = 'ok' AND audit = 'none' ORDER BY origin, seq",
     ),
     putTask: db.prepare('INSERT OR REPLACE INTO tasks (id, json) VALUES (?, ?)'),
     tasks: db.prepare('SELECT json FROM tasks ORDER BY id'),
@@ -357,6 +369,13 @@ export function openDatasetStore(dir: string): DatasetStore {
       const r = q.byOriginId.get(origin, sampleId) as Row | undefined;
       return r ? toDigest(r) : undefined;
     },
+    claimsOf(sampleId) {
+      return (q.claims.all(sampleId) as unknown as Row[]).map((r) => ({
+        digest: toDigest(r),
+        bodyState: r.body_state as BodyState,
+        audit: r.audit as AuditState,
+      }));
+    },
     putBody(d, body) {
       writeBody(d, body);
     },
@@ -423,8 +442,8 @@ export function openDatasetStore(dir: string): DatasetStore {
         conflicts: Number(r.conflicts),
       };
     },
-    unaudited(minReward) {
-      return (q.unaudited.all(minReward) as unknown as Row[]).map(toDigest);
+    unaudited() {
+      return (q.unaudited.all() as unknown as Row[]).map(toDigest);
     },
     putTasks(tasks) {
       return transaction(db, () => {
