@@ -1,10 +1,14 @@
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildReport } from '../../node/collector/report.ts';
 import { selectRows } from '../../node/collector/select.ts';
-import type { StoredSample } from '../../node/collector/store.ts';
+import { openDatasetStore, type StoredSample } from '../../node/collector/store.ts';
 import type { SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
+import { vtnode } from '../helpers/cli.ts';
+import { signedDigest, testSigner } from '../helpers/digests.ts';
 import { sampleBody, sampleTask } from '../helpers/samples.ts';
+import { tempDir } from './helpers.ts';
 
 // Report and export over stored claims, as a collector's dataset holds them: a member republishing
 // other members' sample ids with its own rewards or candidates must not decide what counts, whatever
@@ -170,4 +174,39 @@ describe('export: duplicates of one sample id', () => {
     expect(selection.excluded['same-sample-other-origin']).toBe(4);
     expect(selection.excluded.disputed).toBe(0);
   });
+});
+
+describe('vtnode report and export on a dataset with a dispute', () => {
+  it('report lists the disputed sample id and leaves it out; export leaves it out and says why', async () => {
+    const tmp = await tempDir('vtnode-hijack-');
+    const ds = join(tmp.dir, 'ds');
+    const store = openDatasetStore(ds);
+    const [honestSigner, liarSigner] = await Promise.all([testSigner(), testSigner()]);
+    for (const [i, body] of honest.map((s) => s.body!).entries()) {
+      const d = signedDigest(honestSigner, i + 1, body);
+      store.addDigest(d);
+      store.putBody(d, body);
+    }
+    const lie = sampleBody('t', 'qwen', 0, { reward: 0, candidate: 'honest 0\n' });
+    const d = signedDigest(liarSigner, 1, lie);
+    store.addDigest(d);
+    store.putBody(d, lie);
+    store.putTasks([TASK]);
+    store.close();
+    const human = await vtnode(['report', '--from', ds]);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/qwen\s+1\s+3\s+33\.3%/);
+    expect(human.stdout).toMatch(/note: 1 sample ids left out: their nodes claim different rewards/);
+    const json = JSON.parse((await vtnode(['report', '--from', ds, '--json'])).stdout);
+    expect(json.disputed).toHaveLength(1);
+    expect(json.disputed[0].claims.map((c: { origin: string }) => c.origin).sort()).toEqual(
+      [honestSigner.origin, liarSigner.origin].sort(),
+    );
+    const out = join(tmp.dir, 'hf');
+    const r = await vtnode(['export', '--from', ds, '--format', 'hf', '--out', out, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const manifest = JSON.parse(r.stdout);
+    expect(manifest.counts).toMatchObject({ rows: 1, excluded: { disputed: 2 } });
+    await tmp.cleanup();
+  }, 60_000);
 });
