@@ -297,14 +297,17 @@ export function createCollector(options: CollectorOptions): Collector {
     await pool(jobs, concurrency, signal, ([origin, batch]) => fetchBatch(origin, batch, signal));
   }
 
-  /** Who may hold an origin's rows, in the order asked: the origin, peers that listed it, then others. */
+  /**
+   * Who may hold an origin's rows, in the order asked: the origin while it is a fleet member, peers
+   * that listed the origin in their index, other peers; an origin no longer in the fleet last.
+   */
   const holdersOf = (origin: string): string[] => {
     const me = self();
+    const peers = [...options.peers()].sort();
     const known = [...(holders.get(origin) ?? [])].sort();
-    const others = [...new Set([...known, ...[...options.peers()].sort()])].filter(
-      (p) => p !== origin && p !== me,
-    );
-    return [origin, ...others.slice(0, maxOthers)];
+    const others = [...new Set([...known, ...peers])].filter((p) => p !== origin && p !== me);
+    const chosen = others.slice(0, maxOthers);
+    return peers.includes(origin) ? [origin, ...chosen] : [...chosen, origin];
   };
 
   async function fetchBatch(origin: string, batch: SignedDigest[], signal: AbortSignal): Promise<void> {

@@ -168,6 +168,20 @@ describe('collector', () => {
     await until(() => s3.counts().bodies === 1, 'the body from the holder');
     expect(s3.samples()[0]!.body?.candidate).toBe(w.log.get(d!.sampleId)!.body.candidate);
     await c3.stop();
+    // An origin no longer in the fleet is asked last: the holder answers, the dead origin is never dialled.
+    const c4Host = await host();
+    await connect(c4Host, holderHost);
+    const s4 = store('c4');
+    const c4 = createCollector({
+      host: c4Host,
+      peers: () => [holderHost.peerId.toString()],
+      store: s4,
+      fetchDelayMs: 1,
+    });
+    c4.onDigest(d!);
+    await until(() => s4.counts().bodies === 1, 'the body from the holder, first');
+    expect(c4.stats().fetchErrors).toBe(0);
+    await c4.stop();
     await holder.stop();
   }, 30_000);
 
