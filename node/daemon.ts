@@ -8,7 +8,8 @@ import { startControlServer } from './control/server.ts';
 import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
 import { digestOf } from './digests/codec.ts';
 import { createDigestGossip } from './digests/gossip.ts';
-import { createLogServer, createSampleServer } from './digests/servers.ts';
+import { createLogServer, createSampleServer, logBodies, logDigests } from './digests/servers.ts';
+import { digestSigner } from './digests/signature.ts';
 import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
 import { createHost, type Host } from './fleet/host.ts';
@@ -164,6 +165,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         onSample: (s) => void digests.publish(digestOf(s)),
         host,
         peerId,
+        signer: digestSigner(privateKey),
         dataDir,
         models: options.models,
         workspaces,
@@ -176,8 +178,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Workers serve their sample bodies and digest logs to collectors.
   const fetchServers = worker
     ? [
-        await createSampleServer({ host, source: worker.sampleLog }),
-        await createLogServer({ host, source: worker.sampleLog }),
+        await createSampleServer({ host, source: logBodies(worker.sampleLog) }),
+        await createLogServer({ host, source: logDigests(worker.sampleLog) }),
       ]
     : [];
   const campaignStore = openCampaignStore({ path: dataDir.path(CAMPAIGN_DB) });
