@@ -27,8 +27,8 @@ export interface HostOptions {
   mdns: boolean;
   /** Gossipsub topics whose quietness must not be penalised, with the weight of an invalid message. */
   topics: string[];
-  /** Peers refused any connection, either way (revoked members). */
-  denyPeer?: (peerId: string) => boolean;
+  /** Peers refused any connection, either way (revoked members); `direction` says who is connecting. */
+  denyPeer?: (peerId: string, direction: 'inbound' | 'outbound') => boolean;
   /**
    * Application gossip score of a peer (added to gossipsub's). Below -50 a peer is sent nothing
    * (no publishes, no gossip, no mesh), but its subscriptions and messages are still read.
@@ -95,9 +95,11 @@ export async function createHost(options: HostOptions): Promise<Host> {
     transports: [tcp()],
     connectionProtector: switchablePsk(options.psk),
     connectionGater: {
-      denyDialPeer: (peer: PeerId) => options.denyPeer?.(peer.toString()) ?? false,
-      denyInboundEncryptedConnection: (peer: PeerId) => options.denyPeer?.(peer.toString()) ?? false,
-      denyOutboundEncryptedConnection: (peer: PeerId) => options.denyPeer?.(peer.toString()) ?? false,
+      denyDialPeer: (peer: PeerId) => options.denyPeer?.(peer.toString(), 'outbound') ?? false,
+      denyInboundEncryptedConnection: (peer: PeerId) =>
+        options.denyPeer?.(peer.toString(), 'inbound') ?? false,
+      denyOutboundEncryptedConnection: (peer: PeerId) =>
+        options.denyPeer?.(peer.toString(), 'outbound') ?? false,
     },
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],

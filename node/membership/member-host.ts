@@ -42,7 +42,7 @@ export async function startMemberHost(
   const peerId = (await options.dataDir.identity()).peerId;
   const state = await loadMembershipState({ dataDir: options.dataDir, peerId });
   const log = logger('vtnode:members');
-  // Last refusal logged per revoked peer (a revoked node retries with back-off).
+  // Last refusal logged per revoked peer (it retries with back-off; this node's own dials are not logged).
   const refusedAt = new Map<string, number>();
   const host = await createHost({
     privateKey: options.privateKey,
@@ -50,12 +50,13 @@ export async function startMemberHost(
     listen: options.listen,
     mdns: options.mdns,
     topics: [...options.topics, revocationTopic(state.fleetId)],
-    denyPeer: (peer) => {
+    denyPeer: (peer, direction) => {
       if (!state.revokedIndex().peers.has(peer)) return false;
       const now = Date.now();
-      if ((refusedAt.get(peer) ?? 0) < now - 5000)
-        log.warn(`refused a connection with revoked member ${peer}`);
-      refusedAt.set(peer, now);
+      if (direction === 'inbound' && (refusedAt.get(peer) ?? 0) < now - 5000) {
+        log.warn(`refused a connection from revoked member ${peer}`);
+        refusedAt.set(peer, now);
+      }
       return true;
     },
     peerScore: (peer) => (state.standing(peer) === 'member' ? 0 : NON_MEMBER_SCORE),

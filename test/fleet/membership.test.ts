@@ -172,7 +172,7 @@ describe('membership (real processes over TCP on loopback)', () => {
     await c.proc.exited;
     const refusals = () =>
       (
-        aNode.proc.output().match(new RegExp(`refused a connection with revoked member ${ids['c']}`, 'g')) ??
+        aNode.proc.output().match(new RegExp(`refused a connection from revoked member ${ids['c']}`, 'g')) ??
         []
       ).length;
     const before = refusals();
