@@ -1,8 +1,9 @@
 import { basename, dirname, extname, join } from 'node:path';
-import type { Digest } from '../../protocol/digest.ts';
+import { claimFor, type SignedDigest } from '../../protocol/digest.ts';
 import type { LostRange } from '../../protocol/fetch.ts';
 import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
+import type { DigestSigner } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
 import { type DatabaseSync, openDatabase, storageError, transaction } from '../sqlite.ts';
 import { openSeqMark, type SeqMark } from './seq-mark.ts';
@@ -26,6 +27,11 @@ export interface SampleLogOptions {
   /** Peer id of this node: the origin of every sample in the log (fixed for the file's life). */
   origin: string;
   /**
+   * Signs each appended sample's digest with this node's key (its origin must be `origin`); without
+   * one the log is read-only (append throws), as a benchmark or a tool reading another node's log opens it.
+   */
+  signer?: DigestSigner;
+  /**
    * The sequence mark file (seq-mark.ts); default `samples.seq` beside the database, none for
    * `:memory:`. null = no mark (seqs then rely on the database alone).
    */
@@ -42,6 +48,8 @@ export interface LoggedSample {
   /** Peer id of the node that generated and scored it. */
   origin: string;
   body: SampleBody;
+  /** The origin's signature of the sample's digest (see protocol/digest.ts digestSigningBytes). */
+  sig: string;
 }
 
 /** Outcome of an append. */
@@ -64,11 +72,12 @@ export interface SampleLogCounts {
  * synchronous=FULL) BEFORE it is reported to the submitter or gossiped, so whatever anyone was told
  * survives a crash. Appends are idempotent on the deterministic sample id. Sequence numbers are
  * per origin, increasing, without gaps, so a collector can catch up with "digests since seq N".
+ * Each row keeps its digest's signature, so the digest can be served and relayed as the origin signed it.
  *
  * Sequence numbers never rewind: before a row with a new seq is committed, the seq is flushed to
  * the mark file beside the database. A log that opens with fewer rows than its mark says were
  * handed out (a truncated or deleted WAL, an older backup restored, the file moved aside) records
- * the missing seqs as a lost range, serves it to collectors (/vtnode/log/1 `lost`) so their
+ * the missing seqs as a lost range, serves it to collectors (/vtnode/log/2 `lost`) so their
  * catch-up skips it, and continues after the mark.
  */
 export interface SampleLog {
@@ -78,8 +87,10 @@ export interface SampleLog {
   get(sampleId: string): LoggedSample | undefined;
   /** Samples by id, in the order asked, skipping unknown ids. */
   getMany(sampleIds: readonly string[]): LoggedSample[];
-  /** Digests with seq greater than `after`, ascending, at most `limit`. */
-  digestsSince(after: number, limit: number): Digest[];
+  /** Samples by sequence number, in the order asked, skipping unknown ones. */
+  bySeq(seqs: readonly number[]): LoggedSample[];
+  /** Signed digests with seq greater than `after`, ascending, at most `limit`. */
+  digestsSince(after: number, limit: number): SignedDigest[];
   /** Lost ranges that end after `after`, ascending, at most `limit`. */
   lostSince(after: number, limit: number): LostRange[];
   counts(): SampleLogCounts;
@@ -100,7 +111,8 @@ CREATE TABLE IF NOT EXISTS samples (
   reward REAL NOT NULL,
   content_hash TEXT NOT NULL,
   eval_fingerprint TEXT NOT NULL,
-  body TEXT NOT NULL
+  body TEXT NOT NULL,
+  sig TEXT
 ) STRICT;
 `;
 
@@ -151,6 +163,7 @@ interface Row {
   content_hash: string;
   eval_fingerprint: string;
   body: string;
+  sig: string;
 }
 
 function defaultMarkPath(path: string): string | null {
@@ -159,8 +172,10 @@ function defaultMarkPath(path: string): string | null {
 }
 
 export function openSampleLog(options: SampleLogOptions): SampleLog {
-  const { path, origin } = options;
+  const { path, origin, signer } = options;
   if (!origin) throw new TypeError('openSampleLog: origin (the node peer id) is required');
+  if (signer && signer.origin !== origin)
+    throw new TypeError(`openSampleLog: the signer's key is ${signer.origin}'s, not the origin ${origin}'s`);
   const markPath = options.markPath === undefined ? defaultMarkPath(path) : options.markPath;
   const role = { what: "the worker's sample log", ifCorrupt: SAMPLE_LOG_IF_CORRUPT };
   const db = openDatabase(path, role);
@@ -175,6 +190,10 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
       throw new Error(
         `${path}: sample log belongs to peer ${stored.value}, not ${origin} (a log's sequence numbers are per origin; use the data dir of that node)`,
       );
+    // A log written before digests were signed gets the column; with the node's key, its rows are signed.
+    const columns = db.prepare('PRAGMA table_info(samples)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'sig')) db.exec('ALTER TABLE samples ADD COLUMN sig TEXT');
+    if (signer) addSignatures(db, origin, signer, path);
     if (markPath) mark = openSeqMark(markPath, origin);
     reconcile(db, path, mark);
   } catch (err) {
@@ -186,11 +205,12 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
   const byId = db.prepare('SELECT * FROM samples WHERE sample_id = ?');
   const last = db.prepare(TOP);
   const insert = db.prepare(
-    `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body, sig)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  const bySeq = db.prepare('SELECT * FROM samples WHERE seq = ?');
   const since = db.prepare(
-    'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
+    'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
   );
   const countAll = db.prepare(
     'SELECT COUNT(*) AS samples, COALESCE(SUM(reward >= 1), 0) AS verified FROM samples',
@@ -201,12 +221,14 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
     seq: row.seq,
     origin,
     body: parseJsonWith(SampleBody, row.body, `${path}: sample seq ${row.seq}`),
+    sig: row.sig,
   });
 
   return {
     origin,
     path,
     append(input) {
+      if (!signer) throw new Error(`${path}: the sample log was opened read-only (no signer)`);
       const body = parseWith(SampleBody, input, 'sample body');
       const hash = contentHash(body.candidate);
       if (hash !== body.contentHash)
@@ -225,7 +247,8 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
           return { ...toLogged(existing), created: false };
         }
         const seq = (last.get() as { seq: number }).seq + 1;
-        // The mark is on disk before the row is visible to anyone (gossip, /vtnode/log/1, the submitter).
+        const { sig } = signer.sign(claimFor(body, origin, seq));
+        // The mark is on disk before the row is visible to anyone (gossip, /vtnode/log/2, the submitter).
         mark?.advance(seq);
         insert.run(
           seq,
@@ -237,8 +260,9 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
           body.contentHash,
           body.score.evalFingerprint,
           JSON.stringify(body),
+          sig,
         );
-        return { seq, origin, body, created: true };
+        return { seq, origin, body, sig, created: true };
       });
     },
     get(sampleId) {
@@ -253,6 +277,14 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
       }
       return out;
     },
+    bySeq(seqs) {
+      const out: LoggedSample[] = [];
+      for (const seq of seqs) {
+        const row = bySeq.get(seq) as Row | undefined;
+        if (row) out.push(toLogged(row));
+      }
+      return out;
+    },
     digestsSince(after, limit) {
       if (!Number.isInteger(after) || after < 0)
         throw new RangeError(`after must be a non-negative integer, got ${after}`);
@@ -263,12 +295,13 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
         sampleId: r.sample_id,
         taskId: r.task_id,
         model: r.model,
-        split: r.split as Digest['split'],
+        split: r.split as SignedDigest['split'],
         reward: r.reward,
         contentHash: r.content_hash,
         evalFingerprint: r.eval_fingerprint,
         origin,
         seq: r.seq,
+        sig: r.sig,
       }));
     },
     lostSince(after, limit) {
@@ -288,4 +321,21 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
       if (db.isOpen) db.close();
     },
   };
+}
+
+/** Signs the rows a log holds unsigned (logged before digests were signed), in one transaction. */
+function addSignatures(db: DatabaseSync, origin: string, signer: DigestSigner, path: string) {
+  const unsigned = db.prepare('SELECT seq, body FROM samples WHERE sig IS NULL ORDER BY seq').all() as {
+    seq: number;
+    body: string;
+  }[];
+  if (unsigned.length === 0) return;
+  const set = db.prepare('UPDATE samples SET sig = ? WHERE seq = ?');
+  transaction(db, () => {
+    for (const r of unsigned) {
+      const body = parseJsonWith(SampleBody, r.body, `${path}: sample seq ${r.seq}`);
+      set.run(signer.sign(claimFor(body, origin, r.seq)).sig, r.seq);
+    }
+  });
+  log('%s: signed the digests of %d samples logged before digests were signed', path, unsigned.length);
 }

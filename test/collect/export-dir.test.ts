@@ -8,6 +8,7 @@ import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyTarget } from '../../node/collector/export-dir.ts';
 import { vtnode } from '../helpers/cli.ts';
+import { seededSigner } from '../helpers/digests.ts';
 import { buildDataset, canMount, fillDisk, mountTmpfs, unmount } from '../helpers/storage.ts';
 
 const MANIFEST = (files: string[], extra: object = {}) =>
@@ -72,7 +73,7 @@ let ds = '';
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'vt-export-dir-'));
   ds = join(tmp, 'ds');
-  buildDataset(ds, '12D3KooWorker', 40);
+  buildDataset(ds, await seededSigner(5), 40);
 }, 60_000);
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });

@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATASET_DB } from '../../node/collector/store.ts';
 import { DataDir } from '../../node/data-dir.ts';
+import { type DigestSigner, digestSigner } from '../../node/digests/signature.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
 import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
+import { seededSigner } from '../helpers/digests.ts';
 import { initFleet, startNode, status } from '../helpers/fleet.ts';
 import { buildCampaignStore, buildDataset, buildSampleLog, DAMAGES } from '../helpers/storage.ts';
 
@@ -18,16 +20,18 @@ let template = '';
 let token = '';
 /** Intact databases, copied then damaged for each case. */
 let dbs = '';
+/** The template node's digest signer (its own key). */
+let signer: DigestSigner;
 
 beforeAll(async () => {
   ({ dataDir: template, token } = await initFleet(box, 'corrupt'));
   // The node's own log (its peer id as origin): damaged where SQLite does not look at open, the old
   // code started on it and ran.
-  const { peerId } = await new DataDir(template).identity();
+  signer = digestSigner((await new DataDir(template).identity()).privateKey);
   dbs = await box.tempDir('vt-corrupt-dbs-');
-  buildSampleLog(join(dbs, 'samples.db'), peerId, 60);
+  buildSampleLog(join(dbs, 'samples.db'), signer, 60);
   buildCampaignStore(join(dbs, 'campaigns.db'));
-  buildDataset(join(dbs, 'ds'), 'someone', 200);
+  buildDataset(join(dbs, 'ds'), await seededSigner(4), 200);
 }, 60_000);
 afterAll(async () => {
   await box.cleanup();
@@ -101,7 +105,8 @@ describe('vtnode start refuses a damaged database of its data dir', () => {
     const peer = await answering(dir);
     expect((await vtnode(['leave', '--data-dir', dir])).code).toBe(0);
     await node.proc.exited;
-    const log = openSampleLog({ path: join(dir, 'samples.db'), origin: peer });
+    expect(peer).toBe(signer.origin);
+    const log = openSampleLog({ path: join(dir, 'samples.db'), origin: peer, signer });
     const { sampleBody } = await import('../helpers/samples.ts');
     for (let i = 0; i < 5; i++) log.append(sampleBody('t', 'qwen', i));
     log.close();
@@ -112,7 +117,7 @@ describe('vtnode start refuses a damaged database of its data dir', () => {
     expect(await answering(dir)).toBe(peer);
     expect((await vtnode(['leave', '--data-dir', dir])).code).toBe(0);
     expect(await again.proc.exited).toBe(0);
-    const reopened = openSampleLog({ path: join(dir, 'samples.db'), origin: peer });
+    const reopened = openSampleLog({ path: join(dir, 'samples.db'), origin: peer, signer });
     expect(reopened.lostSince(0, 10)).toEqual([{ first: 1, last: 5 }]);
     expect(reopened.append(sampleBody('t', 'qwen', 9)).seq).toBe(6);
     reopened.close();

@@ -7,9 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { openDatasetStore } from '../../node/collector/store.ts';
-import { digestOf } from '../../node/digests/codec.ts';
+import type { DigestSigner } from '../../node/digests/signature.ts';
 import { openCampaignStore } from '../../node/submitter/campaign-store.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
+import { signedDigest } from './digests.ts';
 import { sampleBody, sampleTask } from './samples.ts';
 
 const run = promisify(execFile);
@@ -17,9 +18,9 @@ const run = promisify(execFile);
 /** SQLite's default page size (every database here uses it). */
 export const PAGE = 4096;
 
-/** A sample log of `n` rows (each a few pages of candidate text), closed. */
-export function buildSampleLog(path: string, origin: string, n: number): void {
-  const log = openSampleLog({ path, origin });
+/** A sample log of `signer`'s node with `n` rows (each a few pages of candidate text), closed. */
+export function buildSampleLog(path: string, signer: DigestSigner, n: number): void {
+  const log = openSampleLog({ path, origin: signer.origin, signer });
   for (let i = 0; i < n; i++)
     log.append(
       sampleBody(`task-${i >> 3}`, 'qwen', i % 8, { candidate: `// ${i}\n${'x'.repeat(60)}\n`.repeat(80) }),
@@ -27,14 +28,14 @@ export function buildSampleLog(path: string, origin: string, n: number): void {
   log.close();
 }
 
-/** A dataset index of `n` digests and bodies, closed. */
-export function buildDataset(dir: string, origin: string, n: number): void {
+/** A dataset index of `n` digests and bodies of `signer`'s node, closed. */
+export function buildDataset(dir: string, signer: DigestSigner, n: number): void {
   const store = openDatasetStore(dir);
   for (let i = 0; i < n; i++) {
     const body = sampleBody(`task-${i >> 3}`, 'qwen', i % 8, {
       candidate: `// ${i}\n${'y'.repeat(60)}\n`.repeat(20),
     });
-    const d = digestOf({ seq: i + 1, origin, body });
+    const d = signedDigest(signer, i + 1, body);
     store.addDigest(d);
     store.putBody(d, body);
   }

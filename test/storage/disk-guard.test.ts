@@ -3,12 +3,12 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { generateKeyPair } from '@libp2p/crypto/keys';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCollector } from '../../node/collector/collector.ts';
 import { BODIES_DIR, openDatasetStore } from '../../node/collector/store.ts';
 import { newPsk } from '../../node/data-dir.ts';
-import { digestOf } from '../../node/digests/codec.ts';
-import { createLogServer, createSampleServer } from '../../node/digests/servers.ts';
+import { digestSigner } from '../../node/digests/signature.ts';
 import { logger } from '../../node/logger.ts';
 import {
   createDiskGuard,
@@ -20,7 +20,8 @@ import {
 } from '../../node/storage/disk-guard.ts';
 import { classifyStorageError, StorageError } from '../../node/storage/errors.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
-import { connect, testHost } from '../collect/helpers.ts';
+import { connect, serveLog, testHost } from '../collect/helpers.ts';
+import { seededSigner, signedDigest } from '../helpers/digests.ts';
 import { sampleBody } from '../helpers/samples.ts';
 import { canMount, fillDisk, freeDisk, mountTmpfs, unmount } from '../helpers/storage.ts';
 
@@ -130,7 +131,8 @@ describe.skipIf(!canMount)(
 
     it('the sample log: SQLITE_FULL fails the append only, nothing logged is lost, appends resume when space frees', async () => {
       const path = join(mnt, 'samples.db');
-      const log = openSampleLog({ path, origin: 'o' });
+      const signer = await seededSigner(6);
+      const log = openSampleLog({ path, origin: signer.origin, signer });
       const guard = createDiskGuard({
         dir: mnt,
         limits,
@@ -166,7 +168,7 @@ describe.skipIf(!canMount)(
         const next = log.append(sampleBody('t', 'qwen', 5000));
         expect(next.seq).toBe(logged.length + 1);
         log.close();
-        const reopened = openSampleLog({ path, origin: 'o' });
+        const reopened = openSampleLog({ path, origin: signer.origin, signer });
         expect(reopened.counts()).toMatchObject({ samples: logged.length + 1, highWater: logged.length + 1 });
         expect(reopened.lostSince(0, 10)).toEqual([]);
         reopened.close();
@@ -177,12 +179,13 @@ describe.skipIf(!canMount)(
     });
 
     it('the dataset: digests and bodies fail with a storage fault naming the file, no partial body left, nothing lost', async () => {
+      const [w, late] = await Promise.all([seededSigner(7), seededSigner(8)]);
       const store = openDatasetStore(join(mnt, 'ds'));
       try {
         const digests = [];
         for (let i = 0; i < 10; i++) {
           const body = sampleBody('t', 'qwen', i);
-          const d = digestOf({ seq: i + 1, origin: 'w', body });
+          const d = signedDigest(w, i + 1, body);
           store.addDigest(d);
           store.putBody(d, body);
           digests.push(d);
@@ -192,7 +195,7 @@ describe.skipIf(!canMount)(
         let digestError: unknown = null;
         for (let i = 10; i < 5000 && !(bodyError && digestError); i++) {
           const body = sampleBody('t', 'qwen', i, { candidate: `// ${i}\n${'q'.repeat(8000)}\n` });
-          const d = digestOf({ seq: i + 1, origin: 'w', body });
+          const d = signedDigest(w, i + 1, body);
           try {
             store.addDigest(d);
           } catch (err) {
@@ -214,10 +217,10 @@ describe.skipIf(!canMount)(
         for (const d of digests) expect(store.sample(d.origin, d.seq)?.bodyState).toBe('ok');
         await freeDisk(filler);
         const body = sampleBody('t', 'qwen', 9999);
-        const d = digestOf({ seq: 9999, origin: 'late', body });
+        const d = signedDigest(late, 9999, body);
         expect(store.addDigest(d)).toBe('new');
         store.putBody(d, body);
-        expect(store.sample('late', 9999)?.bodyState).toBe('ok');
+        expect(store.sample(late.origin, 9999)?.bodyState).toBe('ok');
       } finally {
         store.close();
       }
@@ -225,9 +228,14 @@ describe.skipIf(!canMount)(
 
     it('a collector on a full disk stops fetching and says why; freed, one catch-up gets everything it missed', async () => {
       const psk = newPsk();
-      const [wHost, cHost] = await Promise.all([testHost(psk), testHost(psk)]);
+      const key = await generateKeyPair('Ed25519');
+      const [wHost, cHost] = await Promise.all([testHost(psk, key), testHost(psk)]);
       const workDir = await mkdtemp(join(tmpdir(), 'vt-full-worker-'));
-      const log = openSampleLog({ path: join(workDir, 'samples.db'), origin: wHost.peerId.toString() });
+      const log = openSampleLog({
+        path: join(workDir, 'samples.db'),
+        origin: wHost.peerId.toString(),
+        signer: digestSigner(key),
+      });
       const store = openDatasetStore(join(mnt, 'ds'));
       const guard = createDiskGuard({
         dir: mnt,
@@ -248,8 +256,7 @@ describe.skipIf(!canMount)(
         storage,
       });
       try {
-        await createSampleServer({ host: wHost, source: log });
-        await createLogServer({ host: wHost, source: log });
+        await serveLog(wHost, log);
         await connect(cHost, wHost);
         const append = (from: number, to: number) => {
           for (let i = from; i < to; i++)
@@ -285,9 +292,14 @@ describe.skipIf(!canMount)(
 
     it('a collector whose writes fail mid-fetch (no warning in advance) stops, keeps what it had, and resumes', async () => {
       const psk = newPsk();
-      const [wHost, cHost] = await Promise.all([testHost(psk), testHost(psk)]);
+      const key = await generateKeyPair('Ed25519');
+      const [wHost, cHost] = await Promise.all([testHost(psk, key), testHost(psk)]);
       const workDir = await mkdtemp(join(tmpdir(), 'vt-full-worker-'));
-      const log = openSampleLog({ path: join(workDir, 'samples.db'), origin: wHost.peerId.toString() });
+      const log = openSampleLog({
+        path: join(workDir, 'samples.db'),
+        origin: wHost.peerId.toString(),
+        signer: digestSigner(key),
+      });
       const store = openDatasetStore(join(mnt, 'ds'));
       // No reserve: only failed writes turn it full (the reactive path).
       const guard = createDiskGuard({
@@ -308,8 +320,7 @@ describe.skipIf(!canMount)(
         },
       });
       try {
-        await createSampleServer({ host: wHost, source: log });
-        await createLogServer({ host: wHost, source: log });
+        await serveLog(wHost, log);
         await connect(cHost, wHost);
         const append = (from: number, to: number) => {
           for (let i = from; i < to; i++)

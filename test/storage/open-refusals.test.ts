@@ -9,15 +9,20 @@ import { openDatabase } from '../../node/sqlite.ts';
 import { classifyStorageError, StorageError } from '../../node/storage/errors.ts';
 import { openCampaignStore } from '../../node/submitter/campaign-store.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
+import { seededSigner } from '../helpers/digests.ts';
 import { buildCampaignStore, buildDataset, buildSampleLog, DAMAGES } from '../helpers/storage.ts';
 
 let dir: string;
 /** Intact stores, built once and copied into each test's dir. */
 let templates: string;
+/** The origin of the template sample log. */
+let origin = '';
 beforeAll(async () => {
   templates = await mkdtemp(join(tmpdir(), 'vt-refuse-templates-'));
-  buildSampleLog(join(templates, 'samples.db'), 'origin-a', 60);
-  buildDataset(join(templates, 'ds'), 'origin-a', 200);
+  const signer = await seededSigner(3);
+  origin = signer.origin;
+  buildSampleLog(join(templates, 'samples.db'), signer, 60);
+  buildDataset(join(templates, 'ds'), signer, 200);
   buildCampaignStore(join(templates, 'campaigns.db'));
 }, 60_000);
 afterAll(async () => {
@@ -84,7 +89,7 @@ const STORES = [
     name: 'sample log (samples.db)',
     file: () => join(dir, 'samples.db'),
     build: () => cp(join(templates, 'samples.db'), join(dir, 'samples.db')),
-    open: () => openSampleLog({ path: join(dir, 'samples.db'), origin: 'origin-a' }).close(),
+    open: () => openSampleLog({ path: join(dir, 'samples.db'), origin }).close(),
     what: /the worker's sample log/,
     advice: /move it aside .*continues after the last sequence number it published/,
   },

@@ -5,14 +5,22 @@ import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, rm, stat, truncate, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { DigestSigner } from '../../node/digests/signature.ts';
 import { openSampleLog, type SampleLog } from '../../node/worker/sample-log.ts';
 import { REPO } from '../helpers/cli.ts';
+import { seededSigner } from '../helpers/digests.ts';
 import { sampleBody } from '../helpers/samples.ts';
 
-const ORIGIN = '12D3KooWorigin';
 let dir: string;
 let path: string;
+/** The writer child signs with the key of seed 1: the same origin here. */
+let signer: DigestSigner;
+let ORIGIN = '';
+beforeAll(async () => {
+  signer = await seededSigner(1);
+  ORIGIN = signer.origin;
+});
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'vt-loss-'));
   path = join(dir, 'samples.db');
@@ -87,7 +95,7 @@ describe('sample log: rows lost under it never rewind its sequence numbers', () 
     expect((await stat(`${path}-wal`)).size).toBeGreaterThan(0);
     await unlink(`${path}-wal`);
     await rm(`${path}-shm`, { force: true });
-    const log = openSampleLog({ path, origin: ORIGIN });
+    const log = openSampleLog({ path, origin: ORIGIN, signer });
     expect(log.counts().samples).toBeLessThan(acked.size);
     expect(log.lostSince(0, 64).length).toBe(1);
     expectNoRewind(log, acked);
@@ -99,7 +107,7 @@ describe('sample log: rows lost under it never rewind its sequence numbers', () 
     const acked = await writeThenKill(120);
     const wal = `${path}-wal`;
     await truncate(wal, Math.floor((await stat(wal)).size / 3));
-    const log = openSampleLog({ path, origin: ORIGIN });
+    const log = openSampleLog({ path, origin: ORIGIN, signer });
     const held = log.counts().samples;
     expect(held).toBeGreaterThan(0);
     expect(held).toBeLessThan(Math.max(...acked.keys()));
@@ -111,21 +119,21 @@ describe('sample log: rows lost under it never rewind its sequence numbers', () 
   it('the WAL cut to a few bytes (its header torn): same as deleted', async () => {
     const acked = await writeThenKill(100);
     await truncate(`${path}-wal`, 20);
-    const log = openSampleLog({ path, origin: ORIGIN });
+    const log = openSampleLog({ path, origin: ORIGIN, signer });
     expectNoRewind(log, acked);
     log.close();
   }, 90_000);
 
   it('an older copy restored: the rows after it are lost, and a second loss adds a second range', async () => {
-    let log = openSampleLog({ path, origin: ORIGIN });
+    let log = openSampleLog({ path, origin: ORIGIN, signer });
     const first = Array.from({ length: 10 }, (_, i) => log.append(sampleBody('t', 'qwen', i)));
     log.close();
     await copyFile(path, join(dir, 'backup.db'));
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     for (let i = 10; i < 20; i++) log.append(sampleBody('t', 'qwen', i));
     log.close();
     await copyFile(join(dir, 'backup.db'), path);
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     expect(log.counts()).toMatchObject({ samples: 10, highWater: 20 });
     expect(log.lostSince(0, 64)).toEqual([{ first: 11, last: 20 }]);
     expect(log.get(first[3]!.body.sampleId)?.seq).toBe(4);
@@ -133,22 +141,22 @@ describe('sample log: rows lost under it never rewind its sequence numbers', () 
     expect(log.append(sampleBody('t', 'qwen', 12)).seq).toBe(21);
     log.close();
     await copyFile(join(dir, 'backup.db'), path);
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     expect(log.lostSince(0, 64)).toEqual([{ first: 11, last: 21 }]);
     expect(log.lostSince(15, 64)).toEqual([{ first: 11, last: 21 }]);
     expect(log.lostSince(21, 64)).toEqual([]);
     expect(log.append(sampleBody('t', 'qwen', 30)).seq).toBe(22);
     log.close();
     // Ranges recorded in the log survive a clean reopen; a later loss adds its own.
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     for (let i = 31; i < 35; i++) log.append(sampleBody('t', 'qwen', i));
     log.close();
     await copyFile(path, join(dir, 'backup2.db'));
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     log.append(sampleBody('t', 'qwen', 40));
     log.close();
     await copyFile(join(dir, 'backup2.db'), path);
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     expect(log.lostSince(0, 64)).toEqual([
       { first: 11, last: 21 },
       { first: 27, last: 27 },
@@ -158,11 +166,11 @@ describe('sample log: rows lost under it never rewind its sequence numbers', () 
   });
 
   it('samples.db deleted (moved aside) with its WAL: a new log starting after the published seqs', async () => {
-    let log = openSampleLog({ path, origin: ORIGIN });
+    let log = openSampleLog({ path, origin: ORIGIN, signer });
     for (let i = 0; i < 5; i++) log.append(sampleBody('t', 'qwen', i));
     log.close();
     await unlink(path);
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     expect(log.counts()).toMatchObject({ samples: 0, highWater: 5 });
     expect(log.lostSince(0, 64)).toEqual([{ first: 1, last: 5 }]);
     expect(log.append(sampleBody('t', 'qwen', 0)).seq).toBe(6);
@@ -170,21 +178,21 @@ describe('sample log: rows lost under it never rewind its sequence numbers', () 
   });
 
   it('the mark file deleted, the log intact: the mark is rebuilt from the log, nothing is lost', async () => {
-    let log = openSampleLog({ path, origin: ORIGIN });
+    let log = openSampleLog({ path, origin: ORIGIN, signer });
     for (let i = 0; i < 5; i++) log.append(sampleBody('t', 'qwen', i));
     log.close();
     await unlink(join(dir, 'samples.seq'));
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     expect(log.lostSince(0, 64)).toEqual([]);
     expect(log.append(sampleBody('t', 'qwen', 5)).seq).toBe(6);
     log.close();
     await copyFile(path, join(dir, 'old.db'));
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     log.append(sampleBody('t', 'qwen', 6));
     log.close();
     await copyFile(join(dir, 'old.db'), path);
     // The rebuilt mark protects from then on.
-    log = openSampleLog({ path, origin: ORIGIN });
+    log = openSampleLog({ path, origin: ORIGIN, signer });
     expect(log.lostSince(0, 64)).toEqual([{ first: 7, last: 7 }]);
     log.close();
   });
