@@ -7,7 +7,6 @@ import { createDigestGossip } from '../digests/gossip.ts';
 import { createLogServer, createSampleServer } from '../digests/servers.ts';
 import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
-import type { OriginCheck } from '../membership/service.ts';
 import { createDiskGuard, type DiskLimits } from '../storage/disk-guard.ts';
 import { storageErrorOf } from '../storage/errors.ts';
 import { type Collector, type CollectorStats, createCollector, scorerAuditor } from './collector.ts';
@@ -21,8 +20,6 @@ export interface CollectorFleet {
   fleetId: string;
   /** Peer ids of current fleet members (this node excluded or not: it is filtered out). */
   peers(): string[];
-  /** Membership: digests count only from members with the worker role (none: every signed digest). */
-  members?: OriginCheck;
 }
 
 export interface CollectorNodeOptions {
@@ -121,7 +118,6 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     host: fleet.host,
     fleetId: fleet.fleetId,
     onDigest: (d: SignedDigest) => collector.onDigest(d),
-    ...(fleet.members ? { members: fleet.members } : {}),
   });
   collector.start();
 

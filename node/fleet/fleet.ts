@@ -6,7 +6,6 @@ import type { Advert } from '../../protocol/advert.ts';
 import { canonicalJson } from '../../protocol/canonical.ts';
 import { advertTopic } from '../../protocol/topics.ts';
 import { logger } from '../logger.ts';
-import type { OriginCheck } from '../membership/service.ts';
 import { type AdvertBody, advertValidator, decodeAdvert, encodeAdvert, fitAdvert } from './adverts.ts';
 import type { Host } from './host.ts';
 
@@ -15,7 +14,7 @@ export interface FleetOptions {
   host: Host;
   /** Fleet id (scopes the topics). */
   fleetId: string;
-  /** Advert interval, ms: the failure detector's heartbeat interval (placement/failure-detector.ts). */
+  /** Advert interval, ms; peers silent for 3 intervals are dropped. */
   intervalMs: number;
   /** High part of the sequence numbers: the node's boot count, so a restarted node's adverts are newer. */
   seqBase: number;
@@ -27,8 +26,6 @@ export interface FleetOptions {
   knownPeers?: Record<string, string[]>;
   /** Called when the set of nodes or their adverts change. */
   onChange?: (view: FleetView) => void;
-  /** Membership: adverts count only from members (their certificate rides in the advert). */
-  members?: OriginCheck;
 }
 
 export interface Fleet {
@@ -162,7 +159,7 @@ export function createFleet(options: FleetOptions): Fleet {
 
   pubsub.topicValidators.set(
     topic,
-    advertValidator((err) => log.warn(`rejected an advert: ${err.message}`), options.members),
+    advertValidator((err) => log.warn(`rejected an advert: ${err.message}`)),
   );
   const onMessage = (evt: CustomEvent) => {
     const msg = evt.detail as { topic: string; type: string; data: Uint8Array; from?: PeerId };
@@ -176,14 +173,12 @@ export function createFleet(options: FleetOptions): Fleet {
   pubsub.addEventListener('message', onMessage);
   pubsub.subscribe(topic);
 
-  // A lost connection does not drop a node from the view (a busy node's connection may time out while
-  // its adverts still arrive through other members): it is dialled again, and dropped only if its
-  // adverts stop too (after `missedIntervals`, see placement/fleet-view.ts).
   const onDisconnect = (evt: CustomEvent<PeerId>) => {
     const peerId = evt.detail.toString();
-    if (!view.get(peerId)) return;
-    log('%s disconnected: dialling it again', peerId);
-    void ensureConnected(peerId);
+    if (view.remove(peerId)) {
+      log('%s disconnected: dropped from the fleet view', peerId);
+      changed();
+    }
   };
   host.addEventListener('peer:disconnect', onDisconnect);
   const onConnect = () => {
@@ -196,22 +191,9 @@ export function createFleet(options: FleetOptions): Fleet {
 
   for (const peerId of known.keys()) void ensureConnected(peerId);
 
-  const connected = (peerId: string) => host.getConnections(peerIdFromString(peerId)).length > 0;
-  let lastTick = Date.now();
   const tick = setInterval(() => {
-    const now = Date.now();
-    // A tick much later than due means this process was stalled (overloaded, suspended): the adverts
-    // that arrived meanwhile are still unread, so nobody is judged on this tick.
-    const since = now - lastTick;
-    lastTick = now;
     void publish();
-    if (since > 2 * options.intervalMs)
-      log('this node was stalled (%d ms since the last tick): no peer is expired on this tick', since);
-    else {
-      const dropped = view.expire(now, connected);
-      for (const peerId of dropped) log('%s went silent: dropped from the fleet view', peerId);
-      if (dropped.length > 0) changed();
-    }
+    if (view.expire(Date.now()).length > 0) changed();
     for (const peerId of known.keys()) void ensureConnected(peerId);
   }, options.intervalMs);
   void publish();

@@ -3,14 +3,12 @@ import { createTopicScoreParams } from '@chainsafe/libp2p-gossipsub/score';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify } from '@libp2p/identify';
-import type { ConnectionProtector, PeerDiscovery, PeerId, PrivateKey } from '@libp2p/interface';
+import type { PeerDiscovery, PrivateKey } from '@libp2p/interface';
 import { mdns } from '@libp2p/mdns';
 import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { pnetKey } from '../data-dir.ts';
-import { createInboundGater, type InboundGater } from './gater.ts';
-import type { InboundGuard } from './inbound-guard.ts';
 
 /** Largest gossip message a node accepts from a peer, bytes (every topic caps its own messages lower at publish). */
 export const MAX_GOSSIP_BYTES = 1024 * 1024;
@@ -18,69 +16,30 @@ export const MAX_GOSSIP_BYTES = 1024 * 1024;
 export interface HostOptions {
   /** The node's identity. */
   privateKey: PrivateKey;
-  /**
-   * Fleet pre-shared key, hex: peers without it cannot complete a handshake. A function is asked at
-   * every new connection, so the key can change under a running host (existing connections stay).
-   */
-  psk: string | (() => string);
+  /** Fleet pre-shared key, hex: peers without it cannot complete a handshake. */
+  psk: string;
   /** Multiaddrs to listen on. */
   listen: string[];
   /** Discover LAN peers with mDNS. */
   mdns: boolean;
   /** Gossipsub topics whose quietness must not be penalised, with the weight of an invalid message. */
   topics: string[];
-  /** Peers refused any connection, either way (revoked members); `direction` says who is connecting. */
-  denyPeer?: (peerId: string, direction: 'inbound' | 'outbound') => boolean;
-  /**
-   * Application gossip score of a peer (added to gossipsub's). Below -50 a peer is sent nothing
-   * (no publishes, no gossip, no mesh), but its subscriptions and messages are still read.
-   */
-  peerScore?: (peerId: string) => number;
+  /** Peers refused a connection either way (a banned offender); none by default. */
+  denyPeer?: (peerId: string) => boolean;
 }
 
 export type Host = Libp2p<{ pubsub: ReturnType<ReturnType<typeof gossipsub>>; identify: unknown }>;
 
-/** A pnet connection protector that reads the key at every connection (one protector per key value). */
-function switchablePsk(psk: string | (() => string)) {
-  return (components: Parameters<ReturnType<typeof preSharedKey>>[0]): ConnectionProtector => {
-    const protectors = new Map<string, ConnectionProtector>();
-    return {
-      protect(connection, options) {
-        const key = typeof psk === 'function' ? psk() : psk;
-        let protector = protectors.get(key);
-        if (!protector) {
-          protector = preSharedKey({ psk: pnetKey(key), timeout: CONNECTION_LIMITS.pnetTimeoutMs })(
-            components,
-          );
-          protectors.clear();
-          protectors.set(key, protector);
-        }
-        return protector.protect(connection, options);
-      },
-    };
+/** A connection gater refusing `deny`'s peers once their identity is known (after the handshake). */
+function gater(deny?: (peerId: string) => boolean) {
+  if (!deny) return {};
+  const refuse = async (peer: { toString(): string }) => deny(peer.toString());
+  return {
+    denyDialPeer: refuse,
+    denyInboundEncryptedConnection: refuse,
+    denyOutboundEncryptedConnection: refuse,
   };
 }
-
-/**
- * Connection limits, chosen for a private fleet under load and under a flood from strangers (see
- * docs/reliability.md, "Liveness and load"). Each value is one libp2p 2.10 option.
- */
-export const CONNECTION_LIMITS = {
-  /** Time a peer has for its first pnet bytes (its nonce), ms; libp2p's 1 s default fails members on a starved machine. */
-  pnetTimeoutMs: 5000,
-  /** Time an inbound connection has for the whole upgrade (pnet, noise, yamux), ms. */
-  inboundUpgradeTimeoutMs: 10_000,
-  /** Inbound handshakes in progress over all addresses. */
-  maxIncomingPendingConnections: 128,
-  /** Inbound handshakes in progress from one address (a flood from one address leaves the rest free). */
-  maxPendingPerAddress: 16,
-  /** New inbound connections per address per second (many members behind one NAT, or loopback in tests). */
-  inboundConnectionThreshold: 200,
-  /** Interval of libp2p's connection pings, ms. */
-  pingIntervalMs: 10_000,
-  /** Time a ping may take before the connection is closed, ms (libp2p's 5 s closes connections to a node that is merely busy). */
-  pingTimeoutMs: 20_000,
-} as const;
 
 /**
  * The libp2p host of a vtnode: TCP, the fleet's private network (pnet), noise, yamux, identify and
@@ -114,36 +73,20 @@ export async function createHost(options: HostOptions): Promise<Host> {
     ]),
   );
 
-  const limits = CONNECTION_LIMITS;
-  const inbound: InboundGater = createInboundGater({ maxPendingPerAddress: limits.maxPendingPerAddress });
-  const host = (await createLibp2p({
+  return (await createLibp2p({
     privateKey: options.privateKey,
     addresses: { listen: options.listen },
     transports: [tcp()],
-    connectionProtector: switchablePsk(options.psk),
-    // The stranger-flood guard (by address, before any handshake) and the membership and ban
-    // checks (by peer id, once the fleet key is proved) in one gater.
-    connectionGater: {
-      ...inbound.gater,
-      denyDialPeer: (peer: PeerId) => options.denyPeer?.(peer.toString(), 'outbound') ?? false,
-      denyInboundEncryptedConnection: async (peer: PeerId, maConn) =>
-        (await inbound.gater.denyInboundEncryptedConnection!(peer, maConn)) ||
-        (options.denyPeer?.(peer.toString(), 'inbound') ?? false),
-      denyOutboundEncryptedConnection: (peer: PeerId) =>
-        options.denyPeer?.(peer.toString(), 'outbound') ?? false,
-    },
+    connectionProtector: preSharedKey({ psk: pnetKey(options.psk) }),
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     peerDiscovery,
+    connectionGater: gater(options.denyPeer),
     connectionManager: {
       maxConnections: 500,
-      inboundConnectionThreshold: limits.inboundConnectionThreshold,
-      maxIncomingPendingConnections: limits.maxIncomingPendingConnections,
-      inboundUpgradeTimeout: limits.inboundUpgradeTimeoutMs,
-    },
-    connectionMonitor: {
-      pingInterval: limits.pingIntervalMs,
-      pingTimeout: { minTimeout: limits.pingTimeoutMs, maxTimeout: limits.pingTimeoutMs },
+      // Many fleet members behind one address (a lab, loopback tests) connect at once.
+      inboundConnectionThreshold: 200,
+      maxIncomingPendingConnections: 100,
     },
     services: {
       identify: identify(),
@@ -158,21 +101,9 @@ export async function createHost(options: HostOptions): Promise<Host> {
           // Fleet members often share an address (one lab NAT, or loopback in tests).
           IPColocationFactorWeight: 0,
           behaviourPenaltyWeight: -1,
-          appSpecificScore: (peer: string) => options.peerScore?.(peer) ?? 0,
-          appSpecificWeight: 1,
         },
         scoreThresholds: { gossipThreshold: -10, publishThreshold: -50, graylistThreshold: -80 },
       }),
     },
   })) as unknown as Host;
-  host.addEventListener('stop', () => inbound.stop(), { once: true });
-  guards.set(host, inbound.guard);
-  return host;
-}
-
-const guards = new WeakMap<Host, InboundGuard>();
-
-/** The inbound admission state of a host made by createHost (pending handshakes, bans). */
-export function inboundGuardOf(host: Host): InboundGuard | undefined {
-  return guards.get(host);
 }
