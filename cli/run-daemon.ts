@@ -1,6 +1,7 @@
 import { type DaemonOptions, startDaemon } from '../node/daemon.ts';
 import type { DataDir, FleetFile, NodeConfig } from '../node/data-dir.ts';
 import { createModelService } from '../node/models/service.ts';
+import { CliError } from './command.ts';
 import { refuseUnreadyWorkspace } from './scorer.ts';
 
 /** Runs a node in the foreground until SIGINT/SIGTERM or `vtnode leave`; resolves to the exit code. */
@@ -33,6 +34,8 @@ export async function runDaemonForeground(
   await daemon.stopped;
   process.removeListener('SIGINT', onSignal);
   process.removeListener('SIGTERM', onSignal);
+  const failure = daemon.failure();
+  if (failure) throw new CliError(failure.message);
   process.stderr.write('vtnode stopped\n');
   return 0;
 }

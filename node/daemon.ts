@@ -12,8 +12,11 @@ import { createLogServer, createSampleServer, logBodies, logDigests } from './di
 import { digestSigner } from './digests/signature.ts';
 import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
-import { createHost, type Host } from './fleet/host.ts';
+import type { Host } from './fleet/host.ts';
 import { logger } from './logger.ts';
+import { controlBody, RevokeRequest, RotateRequest, revoke, rotate } from './membership/admin.ts';
+import { startMemberHost } from './membership/member-host.ts';
+import { DEFAULT_GRACE_MS, type MembershipService } from './membership/service.ts';
 import type { ModelService } from './models/service.ts';
 import { DEFAULT_PORT, portFree, withoutPeerId } from './net.ts';
 import { type FleetStatus, nodeStatus } from './status.ts';
@@ -39,12 +42,16 @@ export interface DaemonOptions {
   signal?: AbortSignal;
   /** Decorates the worker's scorer (the test harness builds adversarial workers so; the CLI passes none). */
   wrapScorer?: (scorer: Scorer) => Scorer;
+  /** Time a connected peer has to show a valid membership certificate before it is disconnected, ms. */
+  graceMs?: number;
 }
 
 export interface Daemon {
   readonly peerId: string;
   /** The libp2p host (a collector wires its fetch protocols and catch-up onto it). */
   readonly host: Host;
+  /** Membership: certificates, the stream gate, the gossip origin check. */
+  readonly membership: MembershipService;
   /**
    * Adds a role to this node: it appears in the advert's roles, `section()` under its name in
    * `vtnode status --json`, and `stop()` runs before the node stops.
@@ -57,6 +64,8 @@ export interface Daemon {
   stop(): Promise<void>;
   /** Resolves once the daemon has stopped. */
   readonly stopped: Promise<void>;
+  /** Why the daemon stopped on its own (this node's invitation refused), or null. */
+  failure(): Error | null;
 }
 
 async function listenAddrs(config: NodeConfig): Promise<string[]> {
@@ -116,19 +125,33 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
 
   // Peers that misuse the stream protocols are banned for a while (see node/wire/offences.ts).
   const offences = createOffenceLedger();
-  const host = await createHost({
+  let failure: Error | null = null;
+  // Until `stop` exists (a refusal can come while the daemon is still starting), a request is remembered.
+  let requestStop = () => {};
+  // Set once the fleet is up; a new certificate goes out in the next advert.
+  let touchFleet = () => {};
+  const {
+    host,
+    state: members,
+    membership,
+  } = await startMemberHost({
+    dataDir,
     privateKey,
-    psk: fleet.psk,
     listen: await listenAddrs(config),
     mdns: config.mdns,
     topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
     denyPeer: (peer) => offences.banned(peer, Date.now()),
+    graceMs: options.graceMs ?? DEFAULT_GRACE_MS,
+    onFatal: (err) => {
+      failure = err;
+      requestStop();
+    },
+    onCertificate: () => touchFleet(),
   });
   guardStreams(host, {
     ledger: offences,
     onBan: (peer) => void host.hangUp(peerIdFromString(peer)).catch(() => {}),
   });
-  await host.start();
   undo.push(() => host.stop());
 
   const addrs = () =>
@@ -155,6 +178,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       workspaces: [...workspaces.keys()],
       sandbox: worker?.sandbox() ?? { backend: 'none', ok: false, detail: 'serves no model' },
       roles: [...(worker ? (['worker'] as const) : []), 'submitter', ...extraRoles.keys()],
+      cert: membership.certificate(),
     };
   };
 
@@ -183,10 +207,12 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     bootstrap: fleet.bootstrap,
     knownPeers: state.peers,
     onChange: savePeers,
+    members: membership,
   });
   undo.push(() => fleetMembership.stop());
+  touchFleet = () => fleetMembership.touch();
   // Every node relays digests (gossipsub needs the topic subscribed); workers publish theirs.
-  const digests = createDigestGossip({ host, fleetId: fleet.fleet });
+  const digests = createDigestGossip({ host, fleetId: fleet.fleet, members: membership });
   worker = options.models
     ? await startWorkerRole({
         onSample: (s) => void digests.publish(digestOf(s)),
@@ -257,6 +283,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       await fleetMembership.stop();
       // Let the leaving advert reach the mesh before the connections close.
       await new Promise((r) => setTimeout(r, 300));
+      await membership.stop();
       const latest = await dataDir.readState();
       latest.peers = fleetMembership.knownPeers();
       await dataDir.writeState(latest);
@@ -283,6 +310,18 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       'POST /campaign/start': (body) => campaigns.start(body),
       'POST /campaign/status': (body) => campaigns.status(body),
       'POST /campaign/cancel': (body) => campaigns.cancel(body),
+      'GET /members': () => ({
+        fleet: fleet.fleet,
+        self: peerId,
+        gen: members.chain().current,
+        admin: members.authority() !== null,
+        revocations: members.revocations().length,
+        members: membership.members(),
+      }),
+      'POST /members/revoke': (body) =>
+        revoke(members, membership, controlBody(RevokeRequest, body, 'POST /members/revoke').id),
+      'POST /members/rotate': (body) =>
+        rotate(dataDir, members, membership, controlBody(RotateRequest, body, 'POST /members/rotate')),
       'POST /leave': () => {
         setTimeout(() => void stop(), 10);
         return { leaving: true };
@@ -291,6 +330,8 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
   });
 
   options.signal?.addEventListener('abort', () => void stop(), { once: true });
+  requestStop = () => void stop();
+  if (failure) requestStop();
   log('started %s, listening on %s', peerId, addrs().join(' '));
 
   return {
@@ -302,8 +343,10 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       fleetMembership.touch();
     },
     addrs: () => addrs().map((a) => `${a}/p2p/${peerId}`),
+    membership,
     status,
     stop,
     stopped,
+    failure: () => failure,
   };
 }

@@ -6,8 +6,9 @@ import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@
 import type { PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { z } from 'zod';
+import { FleetId, Psk } from '../protocol/fleet-id.ts';
+import { FleetKey, Invitation } from '../protocol/membership.ts';
 import { parseJsonWith } from '../protocol/parse.ts';
-import { FleetId, Psk } from '../protocol/token.ts';
 import { storageErrorOf } from './storage/errors.ts';
 
 /** Where a node keeps its state: --data-dir, else $VTNODE_HOME, else ~/.vtnode. */
@@ -24,6 +25,12 @@ export const FleetFile = z.object({
   bootstrap: z.array(z.string()),
   /** When the data dir was initialised or joined, ms since epoch. */
   since: z.number().int(),
+  /** The fleet's signing key chain (generation 1 first), as this node last verified it. */
+  keys: z.array(FleetKey).default([]),
+  /** The invitation this node joined with: exchanged for a certificate, kept for the record. */
+  invitation: Invitation.nullable().default(null),
+  /** Issue time of the last re-key order applied (a re-key order must be newer), ms since epoch. */
+  rekeyedAt: z.number().int().min(0).default(0),
 });
 export type FleetFile = z.infer<typeof FleetFile>;
 

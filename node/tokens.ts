@@ -1,6 +1,8 @@
+import { DEFAULT_ROLES, type InvitableRole, verifyKeyChain } from '../protocol/membership.ts';
 import { encodeToken } from '../protocol/token.ts';
 import { connectControl, NoDaemonError } from './control/client.ts';
 import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
+import { invite, loadAuthority } from './membership/authority.ts';
 import { DEFAULT_PORT, dialableAddrs } from './net.ts';
 import type { FleetStatus } from './status.ts';
 
@@ -49,9 +51,19 @@ export async function issueToken(options: {
   config: NodeConfig;
   peerId: string;
   ttlMs: number;
+  /** Roles the certificate of whoever uses the token will grant (default: worker, submitter, collector). */
+  roles?: InvitableRole[];
   now?: number;
-}): Promise<{ token: string; bootstrap: string[]; expires: number }> {
+}): Promise<{ token: string; bootstrap: string[]; expires: number; invitation: string }> {
   const now = options.now ?? Date.now();
+  const authority = await loadAuthority(options.dataDir);
+  if (!authority) {
+    throw new Error(
+      'only a node holding the fleet key signs invitations, and this one does not: ' +
+        'run `vtnode token` on the node that created the fleet (`vtnode init`)',
+    );
+  }
+  const chain = await verifyKeyChain(options.fleet.keys, options.fleet.fleet);
   const bootstrap = await bootstrapAddrs(options.dataDir, options.config, options.peerId);
   if (bootstrap.length === 0) {
     throw new Error(
@@ -59,13 +71,17 @@ export async function issueToken(options: {
         'start it, or pass --announce MULTIADDR',
     );
   }
-  const expires = now + options.ttlMs;
+  const invitation = await invite(authority, chain, {
+    roles: options.roles ?? DEFAULT_ROLES,
+    ttlMs: options.ttlMs,
+    now,
+  });
   const token = encodeToken({
     fleet: options.fleet.fleet,
     psk: options.fleet.psk,
     bootstrap,
-    exp: expires,
-    iat: now,
+    keys: [...chain.records],
+    invitation,
   });
-  return { token, bootstrap, expires };
+  return { token, bootstrap, expires: invitation.exp, invitation: invitation.nonce };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Certificate } from './membership.ts';
 import { Sha256Id } from './task.ts';
 
 /** Kinds of OpenAI-compatible model servers vtnode recognises. `openai` = compatible but unidentified. */
@@ -82,6 +83,9 @@ export const Advert = z.object({
   sandbox: z.object({ backend: SandboxBackend, ok: z.boolean(), detail: z.string().max(500).optional() }),
   /** Roles the node plays besides worker. */
   roles: z.array(z.enum(['worker', 'collector', 'submitter'])).max(3),
+  /** The node's membership certificate (null while it waits for admission): lets every node check
+   * the origin of gossip it receives through others. */
+  cert: Certificate.nullable().optional(),
 });
 export type Advert = z.infer<typeof Advert>;
 

@@ -20,3 +20,15 @@ export const JOB_PROTOCOL = `${PROTOCOL_PREFIX}/job/1`;
 export const SAMPLE_PROTOCOL = `${PROTOCOL_PREFIX}/sample/2`;
 /** Stream protocol: the origins a node holds, and any origin's signed digests since a seq (anti-entropy). */
 export const LOG_PROTOCOL = `${PROTOCOL_PREFIX}/log/2`;
+
+/** Gossipsub topic carrying the fleet's signed revocations. */
+export function revocationTopic(fleetId: string): string {
+  return `${PROTOCOL_PREFIX}/${fleetId}/revocation/1`;
+}
+
+/** Stream protocol: exchange membership certificates and revocation lists right after connecting. */
+export const MEMBER_PROTOCOL = `${PROTOCOL_PREFIX}/member/1`;
+/** Stream protocol: exchange an invitation for a certificate, or renew one, with a fleet-key holder. */
+export const ADMIT_PROTOCOL = `${PROTOCOL_PREFIX}/admit/1`;
+/** Stream protocol: a fleet-key holder pushes a re-key order to a member. */
+export const REKEY_PROTOCOL = `${PROTOCOL_PREFIX}/rekey/1`;

@@ -3,13 +3,14 @@ import { startCollectorNode } from '../../node/collector/node.ts';
 import { openDatasetStore } from '../../node/collector/store.ts';
 import { startDaemon } from '../../node/daemon.ts';
 import { workspaceId } from '../../node/workspace/content-id.ts';
-import { decodeToken, parseDuration, TokenError } from '../../protocol/token.ts';
+import { parseDuration } from '../../protocol/token.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { readTasks } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
 import { openScorer } from '../scorer.ts';
 import { fractionOption } from './export.ts';
+import { acceptToken } from './join.ts';
 
 const usage = `Usage: vtnode collect --out DATASET [collect options] [node options]
 
@@ -66,28 +67,7 @@ export const command: Command = {
       catchUpIntervalMs = ms;
     }
     const dataDir = dataDirFrom(values);
-    let fleet = await dataDir.readFleet();
-    if (values.token) {
-      let body: ReturnType<typeof decodeToken>;
-      try {
-        body = decodeToken(values.token, {
-          now: Date.now(),
-          ...(fleet ? { expectFleet: { fleet: fleet.fleet, psk: fleet.psk } } : {}),
-        });
-      } catch (err) {
-        if (err instanceof TokenError) throw new CliError(`cannot join: ${err.message}`);
-        throw err;
-      }
-      await dataDir.ensure();
-      await dataDir.identity();
-      fleet = {
-        fleet: body.fleet,
-        psk: body.psk,
-        bootstrap: body.bootstrap,
-        since: fleet?.since ?? Date.now(),
-      };
-      await dataDir.writeFleet(fleet);
-    }
+    const fleet = values.token ? await acceptToken(dataDir, values.token) : await dataDir.readFleet();
     if (!fleet)
       throw new CliError(
         `${dataDir.root} is not in a fleet: run \`vtnode init --fleet NAME\` or \`vtnode join TOKEN\` with this --data-dir first`,
@@ -120,6 +100,7 @@ export const command: Command = {
       fleet: {
         host: daemon.host,
         fleetId: fleet.fleet,
+        members: daemon.membership,
         peers: () => [
           ...daemon.status().nodes.map((n) => n.peerId),
           ...daemon.host.getPeers().map((p) => p.toString()),
@@ -152,6 +133,8 @@ export const command: Command = {
     );
     await daemon.stopped;
     await node.stop();
+    const failure = daemon.failure();
+    if (failure) throw new CliError(failure.message);
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
     const s = node.status();

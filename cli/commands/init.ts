@@ -1,18 +1,31 @@
-import { newPsk } from '../../node/data-dir.ts';
+import { type FleetFile, newPsk } from '../../node/data-dir.ts';
+import {
+  DEFAULT_CERT_TTL_MS,
+  foundFleet,
+  loadAuthority,
+  selfCertificate,
+} from '../../node/membership/authority.ts';
+import { membershipFiles } from '../../node/membership/files.ts';
 import { DEFAULT_PORT } from '../../node/net.ts';
-import { DEFAULT_TOKEN_TTL_MS, issueToken } from '../../node/tokens.ts';
+import { issueToken } from '../../node/tokens.ts';
+import { verifyKeyChain } from '../../protocol/membership.ts';
 import { FleetId, parseDuration } from '../../protocol/token.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
+import { expiresOption, rolesOption } from './token.ts';
 
-const usage = `Usage: vtnode init --fleet NAME [--expires 7d] [node options]
+const usage = `Usage: vtnode init --fleet NAME [--expires 7d] [--roles LIST] [--cert-ttl 30d] [node options]
 
-Creates a fleet: a data dir with this node's identity and the fleet's pre-shared key, and prints a
-join token for other machines (\`vtnode join <token>\`). Then run \`vtnode start\` to bring this node up.
+Creates a fleet: a data dir with this node's identity, the fleet's pre-shared key and the fleet's
+signing key (fleet-key.json: keep it private, back it up), and prints a join token for other
+machines (\`vtnode join <token>\`). Then run \`vtnode start\` to bring this node up. This node admits
+joiners, renews their certificates, revokes members and rotates keys (docs/security.md).
 
   --fleet NAME      fleet name (a-z, 0-9, -)
   --expires DUR     token lifetime, e.g. 12h, 7d (default 7d)
-  --json            print { fleet, peerId, dataDir, token, bootstrap, expires } as JSON
+  --roles LIST      roles the token grants: worker, submitter, collector (default all three)
+  --cert-ttl DUR    lifetime of membership certificates, renewed when a third is left (default 30d)
+  --json            print { fleet, peerId, dataDir, token, bootstrap, expires, invitation } as JSON
 ${nodeOptionsUsage}`;
 
 export const command: Command = {
@@ -22,16 +35,29 @@ export const command: Command = {
   async run(argv) {
     const { values } = parseOptions(
       argv,
-      { ...nodeOptions, fleet: { type: 'string' }, expires: { type: 'string' }, json: { type: 'boolean' } },
+      {
+        ...nodeOptions,
+        fleet: { type: 'string' },
+        expires: { type: 'string' },
+        roles: { type: 'string' },
+        'cert-ttl': { type: 'string' },
+        json: { type: 'boolean' },
+      },
       usage,
     );
     if (!values.fleet) throw new CliError(`--fleet NAME is required\n\n${usage}`, 2);
     const fleetId = FleetId.safeParse(values.fleet);
     if (!fleetId.success)
       throw new CliError(`--fleet ${values.fleet}: ${fleetId.error.issues[0]?.message}`, 2);
-    const ttl = values.expires === undefined ? DEFAULT_TOKEN_TTL_MS : parseDuration(values.expires);
-    if (ttl === null)
-      throw new CliError(`--expires ${values.expires}: expected a duration such as 12h or 7d`, 2);
+    const ttl = expiresOption(values.expires);
+    const roles = rolesOption(values.roles);
+    const certTtlMs =
+      values['cert-ttl'] === undefined ? DEFAULT_CERT_TTL_MS : parseDuration(values['cert-ttl']);
+    if (certTtlMs === null || certTtlMs < 10_000)
+      throw new CliError(
+        `--cert-ttl ${values['cert-ttl']}: expected a duration of at least 10s, such as 30d`,
+        2,
+      );
 
     const dataDir = dataDirFrom(values);
     const existing = await dataDir.readFleet();
@@ -45,10 +71,23 @@ export const command: Command = {
     const config = mergeConfig(await dataDir.readConfig(), values);
     // The node that creates the fleet is the first bootstrap peer: its port must not move.
     if (config.listen.length === 0) config.listen = [`/ip4/0.0.0.0/tcp/${DEFAULT_PORT}`];
-    const fleet = { fleet: fleetId.data, psk: newPsk(), bootstrap: [], since: Date.now() };
+    const now = Date.now();
+    const keys = await foundFleet(dataDir, fleetId.data, { certTtlMs, now });
+    const fleet: FleetFile = {
+      fleet: fleetId.data,
+      psk: newPsk(),
+      bootstrap: [],
+      since: now,
+      keys,
+      invitation: null,
+      rekeyedAt: 0,
+    };
     await dataDir.writeConfig(config);
     await dataDir.writeFleet(fleet);
-    const issued = await issueToken({ dataDir, fleet, config, peerId, ttlMs: ttl });
+    const authority = (await loadAuthority(dataDir))!;
+    const chain = await verifyKeyChain(keys, fleet.fleet);
+    await membershipFiles(dataDir).writeCertificate(await selfCertificate(authority, chain, peerId, now));
+    const issued = await issueToken({ dataDir, fleet, config, peerId, ttlMs: ttl, roles });
     if (values.json) {
       process.stdout.write(
         `${JSON.stringify({ fleet: fleet.fleet, peerId, dataDir: dataDir.root, ...issued })}\n`,

@@ -1,46 +1,64 @@
 import type { DataDir, FleetFile, NodeConfig } from '../../node/data-dir.ts';
-import { decodeToken, TokenError } from '../../protocol/token.ts';
+import { decodeToken, type TokenBody, TokenError } from '../../protocol/token.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
 import { runDaemonForeground } from '../run-daemon.ts';
 
 const usage = `Usage: vtnode join TOKEN [node options]
 
-Joins the fleet a token names and runs this node in the foreground (Ctrl-C leaves). The token is
-saved in the data dir: later, \`vtnode start\` brings the node back with the same identity.
+Joins the fleet a token names and runs this node in the foreground (Ctrl-C leaves). The token's
+signed invitation is checked here, then exchanged with a node holding the fleet key for a membership
+certificate, renewed automatically while the node runs. Everything is saved in the data dir: later,
+\`vtnode start\` brings the node back with the same identity and certificate.
 ${nodeOptionsUsage}`;
 
 /**
- * What `vtnode join` does before the node runs: the token checked (before any network activity: a bad
- * token never reaches the fleet), then saved with the options in the data dir.
+ * Checks a join token (its key chain, the invitation's signature and expiry, and that it is for this
+ * data dir's fleet, if it has one) before any network activity, and saves the fleet it names in the
+ * data dir: a bad token never reaches the fleet. Used by `vtnode join` and `vtnode collect --token`.
  */
-export async function prepareJoin(
-  argv: string[],
-): Promise<{ dataDir: DataDir; fleet: FleetFile; config: NodeConfig }> {
-  const { values, positionals } = parseOptions(argv, nodeOptions, usage, true);
-  if (positionals.length !== 1) throw new CliError(`expected exactly one TOKEN\n\n${usage}`, 2);
-  const dataDir = dataDirFrom(values);
+export async function acceptToken(dataDir: DataDir, text: string): Promise<FleetFile> {
   const existing = await dataDir.readFleet();
-  let body: ReturnType<typeof decodeToken>;
+  let body: TokenBody;
   try {
-    body = decodeToken(positionals[0]!, {
+    const genesis = existing?.keys[0]?.publicKey;
+    body = await decodeToken(text, {
       now: Date.now(),
-      ...(existing ? { expectFleet: { fleet: existing.fleet, psk: existing.psk } } : {}),
+      ...(existing && genesis ? { expectFleet: { fleet: existing.fleet, genesis } } : {}),
     });
+    if (existing && !genesis && existing.fleet !== body.fleet)
+      throw new TokenError(
+        'fleet',
+        `the token is for fleet "${body.fleet}", but this data dir belongs to fleet "${existing.fleet}"; use another --data-dir`,
+      );
   } catch (err) {
     if (err instanceof TokenError) throw new CliError(`cannot join: ${err.message}`);
     throw err;
   }
   await dataDir.ensure();
   await dataDir.identity();
-  const fleet = {
+  const fleet: FleetFile = {
     fleet: body.fleet,
     psk: body.psk,
     bootstrap: body.bootstrap,
     since: existing?.since ?? Date.now(),
+    keys: body.keys,
+    invitation: body.invitation,
+    rekeyedAt: existing?.rekeyedAt ?? 0,
   };
-  const config = mergeConfig(await dataDir.readConfig(), values);
   await dataDir.writeFleet(fleet);
+  return fleet;
+}
+
+/** What `vtnode join` does before the node runs: the token checked and saved, the options saved. */
+export async function prepareJoin(
+  argv: string[],
+): Promise<{ dataDir: DataDir; fleet: FleetFile; config: NodeConfig }> {
+  const { values, positionals } = parseOptions(argv, nodeOptions, usage, true);
+  if (positionals.length !== 1) throw new CliError(`expected exactly one TOKEN\n\n${usage}`, 2);
+  const dataDir = dataDirFrom(values);
+  const fleet = await acceptToken(dataDir, positionals[0]!);
+  const config = mergeConfig(await dataDir.readConfig(), values);
   await dataDir.writeConfig(config);
   return { dataDir, fleet, config };
 }

@@ -1,17 +1,43 @@
 import { multiaddr } from '@multiformats/multiaddr';
 import { DEFAULT_TOKEN_TTL_MS, issueToken } from '../../node/tokens.ts';
+import { DEFAULT_ROLES, type InvitableRole, InvitableRole as RoleSchema } from '../../protocol/membership.ts';
 import { parseDuration } from '../../protocol/token.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
 
-const usage = `Usage: vtnode token [--expires 7d] [--announce MULTIADDR]... [--data-dir DIR] [--json]
+const usage = `Usage: vtnode token [--expires 7d] [--roles LIST] [--announce MULTIADDR]... [--data-dir DIR] [--json]
 
-Prints a fresh join token for this node's fleet. Any member can issue one. The token carries this
-node's addresses (or --announce ones) and those of other live members, the fleet's key and an expiry.`;
+Prints a fresh join token for this node's fleet. Only a node holding the fleet key (the one that ran
+\`vtnode init\`) can: the token carries an invitation signed by that key, with an expiry and the roles
+it grants, which a joiner exchanges for a membership certificate. The token also carries this node's
+addresses (or --announce ones) and those of other live members, and the fleet's pre-shared key.
+
+  --expires DUR     invitation lifetime, e.g. 30m, 12h, 7d (default 7d)
+  --roles LIST      roles granted, comma-separated: worker, submitter, collector (default all three)
+  --json            print { fleet, peerId, token, bootstrap, expires, invitation } as JSON`;
+
+/** Parses --roles: a comma-separated subset of the roles an invitation can grant. */
+export function rolesOption(value: string | undefined): InvitableRole[] {
+  if (value === undefined) return DEFAULT_ROLES;
+  const roles = [...new Set(value.split(',').map((r) => r.trim()))];
+  for (const r of roles) {
+    if (!RoleSchema.safeParse(r).success)
+      throw new CliError(`--roles ${value}: "${r}" is not one of ${RoleSchema.options.join(', ')}`, 2);
+  }
+  if (roles.length === 0) throw new CliError('--roles: name at least one role', 2);
+  return roles as InvitableRole[];
+}
+
+/** Parses --expires: the invitation's lifetime. */
+export function expiresOption(value: string | undefined): number {
+  const ttl = value === undefined ? DEFAULT_TOKEN_TTL_MS : parseDuration(value);
+  if (ttl === null) throw new CliError(`--expires ${value}: expected a duration such as 12h or 7d`, 2);
+  return ttl;
+}
 
 export const command: Command = {
   name: 'token',
-  summary: 'print a fresh join token for this fleet',
+  summary: 'print a fresh join token for this fleet (on the fleet-key holder)',
   usage,
   async run(argv) {
     const { values } = parseOptions(
@@ -19,14 +45,14 @@ export const command: Command = {
       {
         'data-dir': { type: 'string' },
         expires: { type: 'string' },
+        roles: { type: 'string' },
         announce: { type: 'string', multiple: true },
         json: { type: 'boolean' },
       },
       usage,
     );
-    const ttl = values.expires === undefined ? DEFAULT_TOKEN_TTL_MS : parseDuration(values.expires);
-    if (ttl === null)
-      throw new CliError(`--expires ${values.expires}: expected a duration such as 12h or 7d`, 2);
+    const ttl = expiresOption(values.expires);
+    const roles = rolesOption(values.roles);
     const dataDir = dataDirFrom(values);
     const fleet = await dataDir.readFleet();
     if (!fleet)
@@ -43,7 +69,12 @@ export const command: Command = {
       config.announce = values.announce;
     }
     const { peerId } = await dataDir.identity();
-    const issued = await issueToken({ dataDir, fleet, config, peerId, ttlMs: ttl });
+    let issued: Awaited<ReturnType<typeof issueToken>>;
+    try {
+      issued = await issueToken({ dataDir, fleet, config, peerId, ttlMs: ttl, roles });
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
     if (values.json) process.stdout.write(`${JSON.stringify({ fleet: fleet.fleet, peerId, ...issued })}\n`);
     else process.stdout.write(`${issued.token}\n`);
     return 0;

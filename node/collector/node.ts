@@ -9,6 +9,7 @@ import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
 import { createDiskGuard, type DiskLimits } from '../storage/disk-guard.ts';
 import { storageErrorOf } from '../storage/errors.ts';
+import type { OriginCheck } from '../membership/service.ts';
 import { type Collector, type CollectorStats, createCollector, scorerAuditor } from './collector.ts';
 import { DATASET_DB, type DatasetStore, openDatasetStore } from './store.ts';
 import type { OriginTrust } from './trust.ts';
@@ -20,6 +21,8 @@ export interface CollectorFleet {
   fleetId: string;
   /** Peer ids of current fleet members (this node excluded or not: it is filtered out). */
   peers(): string[];
+  /** Membership: digests count only from members with the worker role (none: every signed digest). */
+  members?: OriginCheck;
 }
 
 export interface CollectorNodeOptions {
@@ -118,6 +121,7 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     host: fleet.host,
     fleetId: fleet.fleetId,
     onDigest: (d: SignedDigest) => collector.onDigest(d),
+    ...(fleet.members ? { members: fleet.members } : {}),
   });
   collector.start();
 

@@ -2,6 +2,7 @@ import type { Message, PeerId } from '@libp2p/interface';
 import { TopicValidatorResult } from '@libp2p/interface';
 import { claimFor, MAX_DIGEST_BYTES, SignedDigest } from '../../protocol/digest.ts';
 import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
+import type { OriginCheck } from '../membership/service.ts';
 import type { LoggedSample } from '../worker/sample-log.ts';
 import { signatureError } from './signature.ts';
 
@@ -48,20 +49,30 @@ export function decodeDigest(data: Uint8Array, signer: string): SignedDigest {
 
 /**
  * A gossipsub topic validator for digests: an unsigned, oversized, malformed, forged-origin or
- * badly signed digest is rejected (not delivered, not forwarded, and its sender's gossip score drops).
+ * badly signed digest is rejected (not delivered, not forwarded, and its sender's gossip score drops);
+ * with `members`, so is one whose origin is revoked or not a worker, and one from an origin without
+ * a known certificate is ignored (collectors catch up over /vtnode/log/2 once it is known).
  */
-export function digestValidator(onReject: (err: Error, from: string) => void) {
-  return (_from: PeerId, msg: Message): TopicValidatorResult => {
+export function digestValidator(onReject: (err: Error, from: string) => void, members?: OriginCheck) {
+  return async (_from: PeerId, msg: Message): Promise<TopicValidatorResult> => {
     if (msg.type !== 'signed') {
       onReject(new Error('unsigned digest'), 'unknown');
       return TopicValidatorResult.Reject;
     }
+    const signer = msg.from.toString();
     try {
-      decodeDigest(msg.data, msg.from.toString());
-      return TopicValidatorResult.Accept;
+      decodeDigest(msg.data, signer);
     } catch (err) {
-      onReject(err as Error, msg.from.toString());
+      onReject(err as Error, signer);
       return TopicValidatorResult.Reject;
     }
+    if (!members) return TopicValidatorResult.Accept;
+    const { verdict, reason } = await members.origin(signer, { role: 'worker' });
+    if (verdict === 'reject') onReject(new Error(reason), signer);
+    return verdict === 'accept'
+      ? TopicValidatorResult.Accept
+      : verdict === 'ignore'
+        ? TopicValidatorResult.Ignore
+        : TopicValidatorResult.Reject;
   };
 }

@@ -3,6 +3,7 @@ import type { SignedDigest } from '../../protocol/digest.ts';
 import { digestTopic } from '../../protocol/topics.ts';
 import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
+import type { OriginCheck } from '../membership/service.ts';
 import { decodeDigest, digestValidator, encodeDigest } from './codec.ts';
 
 export interface DigestGossipOptions {
@@ -14,6 +15,8 @@ export interface DigestGossipOptions {
   onDigest?: (digest: SignedDigest) => void;
   /** Called when a received digest is rejected by the validator. */
   onReject?: (err: Error, from: string) => void;
+  /** Membership: digests count only from members with the worker role. */
+  members?: OriginCheck;
 }
 
 export interface DigestGossip {
@@ -45,7 +48,7 @@ export function createDigestGossip(options: DigestGossipOptions): DigestGossip {
     counts.rejected++;
     log.warn(`rejected a digest from ${from}: ${err.message}`);
     options.onReject?.(err, from);
-  });
+  }, options.members);
   const previous = pubsub.topicValidators.get(topic);
   pubsub.topicValidators.set(topic, validator);
   const onMessage = (evt: CustomEvent) => {

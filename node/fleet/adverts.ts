@@ -2,6 +2,7 @@ import type { Message, PeerId } from '@libp2p/interface';
 import { TopicValidatorResult } from '@libp2p/interface';
 import { type Advert, Advert as AdvertSchema, MAX_ADVERT_BYTES } from '../../protocol/advert.ts';
 import { ParseError, parseJsonWith } from '../../protocol/parse.ts';
+import type { OriginCheck } from '../membership/service.ts';
 
 /** What a node says about itself, less the fields the publisher fills in (peer id, seq, time). */
 export type AdvertBody = Omit<Advert, 'v' | 'peerId' | 'seq' | 'sentAt' | 'leaving'>;
@@ -52,19 +53,32 @@ export function decodeAdvert(data: Uint8Array, signer: string): Advert {
   return advert;
 }
 
-/** A gossipsub topic validator for adverts: malformed ones are rejected (not forwarded, sender penalised). */
-export function advertValidator(onReject: (err: Error, from: string) => void) {
-  return (_from: PeerId, msg: Message): TopicValidatorResult => {
+/**
+ * A gossipsub topic validator for adverts: malformed ones are rejected (not forwarded, sender
+ * penalised); with `members`, so is one whose certificate is forged or revoked, and one from a peer
+ * without a known certificate is ignored (not forwarded, no penalty: it may be joining).
+ */
+export function advertValidator(onReject: (err: Error, from: string) => void, members?: OriginCheck) {
+  return async (_from: PeerId, msg: Message): Promise<TopicValidatorResult> => {
     if (msg.type !== 'signed') {
       onReject(new Error('unsigned advert'), 'unknown');
       return TopicValidatorResult.Reject;
     }
+    const signer = msg.from.toString();
+    let advert: Advert;
     try {
-      decodeAdvert(msg.data, msg.from.toString());
-      return TopicValidatorResult.Accept;
+      advert = decodeAdvert(msg.data, signer);
     } catch (err) {
-      onReject(err as Error, msg.from.toString());
+      onReject(err as Error, signer);
       return TopicValidatorResult.Reject;
     }
+    if (!members) return TopicValidatorResult.Accept;
+    const { verdict, reason } = await members.origin(signer, { cert: advert.cert });
+    if (verdict === 'reject') onReject(new Error(reason), signer);
+    return verdict === 'accept'
+      ? TopicValidatorResult.Accept
+      : verdict === 'ignore'
+        ? TopicValidatorResult.Ignore
+        : TopicValidatorResult.Reject;
   };
 }

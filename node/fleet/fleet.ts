@@ -6,6 +6,7 @@ import type { Advert } from '../../protocol/advert.ts';
 import { canonicalJson } from '../../protocol/canonical.ts';
 import { advertTopic } from '../../protocol/topics.ts';
 import { logger } from '../logger.ts';
+import type { OriginCheck } from '../membership/service.ts';
 import { type AdvertBody, advertValidator, decodeAdvert, encodeAdvert, fitAdvert } from './adverts.ts';
 import type { Host } from './host.ts';
 
@@ -26,6 +27,8 @@ export interface FleetOptions {
   knownPeers?: Record<string, string[]>;
   /** Called when the set of nodes or their adverts change. */
   onChange?: (view: FleetView) => void;
+  /** Membership: adverts count only from members (their certificate rides in the advert). */
+  members?: OriginCheck;
 }
 
 export interface Fleet {
@@ -159,7 +162,7 @@ export function createFleet(options: FleetOptions): Fleet {
 
   pubsub.topicValidators.set(
     topic,
-    advertValidator((err) => log.warn(`rejected an advert: ${err.message}`)),
+    advertValidator((err) => log.warn(`rejected an advert: ${err.message}`), options.members),
   );
   const onMessage = (evt: CustomEvent) => {
     const msg = evt.detail as { topic: string; type: string; data: Uint8Array; from?: PeerId };

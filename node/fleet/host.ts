@@ -3,7 +3,7 @@ import { createTopicScoreParams } from '@chainsafe/libp2p-gossipsub/score';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify } from '@libp2p/identify';
-import type { PeerDiscovery, PrivateKey } from '@libp2p/interface';
+import type { ConnectionProtector, PeerDiscovery, PeerId, PrivateKey } from '@libp2p/interface';
 import { mdns } from '@libp2p/mdns';
 import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
@@ -16,28 +16,44 @@ export const MAX_GOSSIP_BYTES = 1024 * 1024;
 export interface HostOptions {
   /** The node's identity. */
   privateKey: PrivateKey;
-  /** Fleet pre-shared key, hex: peers without it cannot complete a handshake. */
-  psk: string;
+  /**
+   * Fleet pre-shared key, hex: peers without it cannot complete a handshake. A function is asked at
+   * every new connection, so the key can change under a running host (existing connections stay).
+   */
+  psk: string | (() => string);
   /** Multiaddrs to listen on. */
   listen: string[];
   /** Discover LAN peers with mDNS. */
   mdns: boolean;
   /** Gossipsub topics whose quietness must not be penalised, with the weight of an invalid message. */
   topics: string[];
-  /** Peers refused a connection either way (a banned offender); none by default. */
-  denyPeer?: (peerId: string) => boolean;
+  /** Peers refused any connection, either way (revoked members); `direction` says who is connecting. */
+  denyPeer?: (peerId: string, direction: 'inbound' | 'outbound') => boolean;
+  /**
+   * Application gossip score of a peer (added to gossipsub's). Below -50 a peer is sent nothing
+   * (no publishes, no gossip, no mesh), but its subscriptions and messages are still read.
+   */
+  peerScore?: (peerId: string) => number;
 }
 
 export type Host = Libp2p<{ pubsub: ReturnType<ReturnType<typeof gossipsub>>; identify: unknown }>;
 
-/** A connection gater refusing `deny`'s peers once their identity is known (after the handshake). */
-function gater(deny?: (peerId: string) => boolean) {
-  if (!deny) return {};
-  const refuse = async (peer: { toString(): string }) => deny(peer.toString());
-  return {
-    denyDialPeer: refuse,
-    denyInboundEncryptedConnection: refuse,
-    denyOutboundEncryptedConnection: refuse,
+/** A pnet connection protector that reads the key at every connection (one protector per key value). */
+function switchablePsk(psk: string | (() => string)) {
+  return (components: Parameters<ReturnType<typeof preSharedKey>>[0]): ConnectionProtector => {
+    const protectors = new Map<string, ConnectionProtector>();
+    return {
+      protect(connection, options) {
+        const key = typeof psk === 'function' ? psk() : psk;
+        let protector = protectors.get(key);
+        if (!protector) {
+          protector = preSharedKey({ psk: pnetKey(key) })(components);
+          protectors.clear();
+          protectors.set(key, protector);
+        }
+        return protector.protect(connection, options);
+      },
+    };
   };
 }
 
@@ -77,11 +93,17 @@ export async function createHost(options: HostOptions): Promise<Host> {
     privateKey: options.privateKey,
     addresses: { listen: options.listen },
     transports: [tcp()],
-    connectionProtector: preSharedKey({ psk: pnetKey(options.psk) }),
+    connectionProtector: switchablePsk(options.psk),
+    connectionGater: {
+      denyDialPeer: (peer: PeerId) => options.denyPeer?.(peer.toString(), 'outbound') ?? false,
+      denyInboundEncryptedConnection: (peer: PeerId) =>
+        options.denyPeer?.(peer.toString(), 'inbound') ?? false,
+      denyOutboundEncryptedConnection: (peer: PeerId) =>
+        options.denyPeer?.(peer.toString(), 'outbound') ?? false,
+    },
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     peerDiscovery,
-    connectionGater: gater(options.denyPeer),
     connectionManager: {
       maxConnections: 500,
       // Many fleet members behind one address (a lab, loopback tests) connect at once.
@@ -101,6 +123,8 @@ export async function createHost(options: HostOptions): Promise<Host> {
           // Fleet members often share an address (one lab NAT, or loopback in tests).
           IPColocationFactorWeight: 0,
           behaviourPenaltyWeight: -1,
+          appSpecificScore: (peer: string) => options.peerScore?.(peer) ?? 0,
+          appSpecificWeight: 1,
         },
         scoreThresholds: { gossipThreshold: -10, publishThreshold: -50, graylistThreshold: -80 },
       }),

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { ParseError } from '../../protocol/parse.ts';
 import { logger } from '../logger.ts';
 import { type Framed, FrameError, framed } from './framed.ts';
+import { streamGate } from './gate.ts';
 import type { OffenceLedger } from './offences.ts';
 
 const log = logger('vtnode:wire');
@@ -18,6 +19,8 @@ export interface DialFramedOptions<In extends z.ZodType> {
   maxFrameBytes?: number;
   /** Aborts the dial and, later, the stream. */
   signal?: AbortSignal;
+  /** Skips the host's membership gate (only the protocols that establish membership). */
+  ungated?: boolean;
 }
 
 /** Opens `protocol` to a peer (by peer id, or a multiaddr ending in /p2p/<id>) as framed messages. */
@@ -27,8 +30,10 @@ export async function dialFramed<In extends z.ZodType, Out = unknown>(
   protocol: string,
   options: DialFramedOptions<In>,
 ): Promise<Framed<z.output<In>, Out>> {
-  const stream = await host.dialProtocol(peer, protocol, { signal: options.signal });
   const name = 'getPeerId' in peer ? (peer.getPeerId() ?? peer.toString()) : peer.toString();
+  const gate = options.ungated ? undefined : streamGate(host);
+  if (gate) await gate.check(name, protocol, 'outbound', options.signal);
+  const stream = await host.dialProtocol(peer, protocol, { signal: options.signal });
   return framed<In, Out>(stream, {
     schema: options.schema,
     peer: name,
@@ -45,6 +50,8 @@ export interface HandleFramedOptions<In extends z.ZodType> {
   maxFrameBytes?: number;
   /** Most concurrent inbound streams of this protocol per connection (libp2p default 32). */
   maxInboundStreams?: number;
+  /** Skips the host's membership gate (only the protocols that establish membership). */
+  ungated?: boolean;
 }
 
 /** How a host treats peers that misuse its stream protocols (see guardStreams). */
@@ -107,9 +114,10 @@ function firstFrameDeadline<In, Out>(wire: Framed<In, Out>, ms: number, onTimeou
 export type FramedHandler<In, Out> = (stream: Framed<In, Out>, connection: Connection) => Promise<void>;
 
 /**
- * Registers a handler for `protocol` whose streams arrive framed. A handler that throws gets its
- * stream aborted and the error logged: a bad peer never takes the node down. A handler that returns
- * without closing gets its stream closed.
+ * Registers a handler for `protocol` whose streams arrive framed. When the host has a membership
+ * gate (node/wire/gate.ts), a stream reaches the handler only once the gate admits its peer; a
+ * refused one is reset. A handler that throws gets its stream aborted and the error logged: a bad
+ * peer never takes the node down. A handler that returns without closing gets its stream closed.
  */
 export async function handleFramed<In extends z.ZodType, Out = unknown>(
   host: StreamHost,
@@ -135,7 +143,10 @@ export async function handleFramed<In extends z.ZodType, Out = unknown>(
       });
       let timedOut: Error | null = null;
       if (guard) wire = firstFrameDeadline(wire, guard.firstFrameTimeoutMs ?? 30_000, (e) => (timedOut = e));
-      handler(wire, connection)
+      const gate = options.ungated ? undefined : streamGate(host);
+      const admitted = gate ? gate.check(peer, protocol, 'inbound') : Promise.resolve();
+      admitted
+        .then(() => handler(wire, connection))
         .then(() => wire.close())
         .catch((err: Error) => {
           log.warn('%s stream from %s failed: %s', protocol, peer, err.message);

@@ -5,30 +5,33 @@
 // Args: TOKEN LOG_PATH NAME TOTAL INTERVAL_MS [NAMESPACE]. Samples are drawn from NAMESPACE (default
 // NAME): two workers of one namespace produce the same sample ids with the same candidates, as an
 // honest worker does when it redoes the job of a worker that died.
-import { generateKeyPair } from '@libp2p/crypto/keys';
+import { dirname, join } from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
+import { acceptToken } from '../../cli/commands/join.ts';
+import { DataDir } from '../../node/data-dir.ts';
 import { digestOf } from '../../node/digests/codec.ts';
 import { createDigestGossip } from '../../node/digests/gossip.ts';
 import { createLogServer, createSampleServer, logBodies, logDigests } from '../../node/digests/servers.ts';
 import { digestSigner } from '../../node/digests/signature.ts';
 import { createFleet } from '../../node/fleet/fleet.ts';
-import { createHost } from '../../node/fleet/host.ts';
+import { startMemberHost } from '../../node/membership/member-host.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
-import { decodeToken } from '../../protocol/token.ts';
 import { advertTopic, digestTopic } from '../../protocol/topics.ts';
 import { sampleBody } from '../helpers/samples.ts';
 
 const [token, logPath, name, total, intervalMs, namespace = name] = process.argv.slice(2);
-const fleet = decodeToken(token!, { now: Date.now() });
-const privateKey = await generateKeyPair('Ed25519');
-const host = await createHost({
+// A member like any other: the token's invitation is exchanged for a certificate (its own data dir
+// beside the log keeps identity and certificate, so a restarted worker is the same member).
+const dataDir = new DataDir(join(dirname(logPath!), `${name}-node`));
+const fleet = await acceptToken(dataDir, token!);
+const { privateKey } = await dataDir.identity();
+const { host, membership } = await startMemberHost({
+  dataDir,
   privateKey,
-  psk: fleet.psk,
   listen: ['/ip4/127.0.0.1/tcp/0'],
   mdns: false,
   topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
 });
-await host.start();
 const log = openSampleLog({
   path: logPath!,
   origin: host.peerId.toString(),
@@ -36,7 +39,7 @@ const log = openSampleLog({
 });
 await createSampleServer({ host, source: logBodies(log) });
 await createLogServer({ host, source: logDigests(log) });
-const gossip = createDigestGossip({ host, fleetId: fleet.fleet });
+const gossip = createDigestGossip({ host, fleetId: fleet.fleet, members: membership });
 // Advertise like a daemon does, so every member (a restarted collector too) learns this worker's address.
 createFleet({
   host,
@@ -44,6 +47,7 @@ createFleet({
   intervalMs: 1000,
   seqBase: 1,
   bootstrap: fleet.bootstrap,
+  members: membership,
   describe: () => ({
     version: '0.1.0',
     host: null,
@@ -55,9 +59,16 @@ createFleet({
     workspaces: [],
     sandbox: { backend: 'none', ok: false, detail: 'test worker' },
     roles: ['worker'],
+    cert: membership.certificate(),
   }),
 });
 for (const addr of fleet.bootstrap) await host.dial(multiaddr(addr), { signal: AbortSignal.timeout(10_000) });
+// Digests count only once the fleet has admitted this worker.
+const deadline = Date.now() + 20_000;
+while (!membership.certificate()) {
+  if (Date.now() > deadline) throw new Error('worker-proc: not admitted within 20 s');
+  await new Promise((r) => setTimeout(r, 50));
+}
 process.stdout.write(`ready ${host.peerId.toString()}\n`);
 
 let i = log.counts().samples;

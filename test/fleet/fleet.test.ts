@@ -3,9 +3,17 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
-import { encodeToken } from '../../protocol/token.ts';
 import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
-import { initFleet, joinNode, peerIdOf, startNode, status, waitForPeers } from '../helpers/fleet.ts';
+import {
+  initFleet,
+  joinNode,
+  peerIdOf,
+  startNode,
+  status,
+  tokenJson,
+  waitForPeers,
+  withBootstrap,
+} from '../helpers/fleet.ts';
 
 const box = new Sandbox();
 const servers: Emulator[] = [];
@@ -115,15 +123,8 @@ describe('tokens and fleets that do not belong', () => {
     const green = await joinNode(box, b.token);
     const greenId = await peerIdOf(green.dataDir);
     // A member of "green" knows blue's address (it tries it as a bootstrap peer): pnet stops the handshake.
-    const bFleet = JSON.parse(await readFile(join(b.dataDir, 'fleet.json'), 'utf8'));
     const aAddr = (await status(a.dataDir)).nodes[0]!.addrs[0]!;
-    const crossToken = encodeToken({
-      fleet: 'green',
-      psk: bFleet.psk,
-      bootstrap: [`${aAddr}/p2p/${aId}`],
-      exp: Date.now() + 60_000,
-      iat: Date.now(),
-    });
+    const crossToken = withBootstrap(b.token, [`${aAddr}/p2p/${aId}`]);
     const intruder = await joinNode(box, crossToken);
     const intruderId = await peerIdOf(intruder.dataDir);
     await new Promise((r) => setTimeout(r, 4000));
@@ -137,14 +138,10 @@ describe('tokens and fleets that do not belong', () => {
 
   it('an expired token is refused before any network activity', async () => {
     const a = await initFleet(box, 'red');
-    const fleet = JSON.parse(await readFile(join(a.dataDir, 'fleet.json'), 'utf8'));
-    const expired = encodeToken({
-      fleet: 'red',
-      psk: fleet.psk,
-      bootstrap: ['/ip4/127.0.0.1/tcp/9/p2p/12D3KooWJYNi68RHpnRSb9ZQvVXMjpXEeFPMuG8gGozqvWT6saKQ'],
-      exp: Date.now() - 1000,
-      iat: Date.now() - 100_000,
-    });
+    const issued = await vtnode(['token', '--expires', '1s', '--data-dir', a.dataDir, '--json']);
+    expect(issued.code).toBe(0);
+    const { token: expired, expires } = JSON.parse(issued.stdout) as { token: string; expires: number };
+    await new Promise((r) => setTimeout(r, Math.max(0, expires - Date.now() + 50)));
     const dir = await box.tempDir();
     const res = await vtnode(['join', expired, '--data-dir', dir]);
     expect(res.code).toBe(1);
@@ -154,13 +151,38 @@ describe('tokens and fleets that do not belong', () => {
     await expect(readFile(join(dir, 'control.json'))).rejects.toThrow();
   });
 
+  it('a token whose expiry was edited is refused (issue 11, defect 10: the expiry was advisory)', async () => {
+    const a = await initFleet(box, 'amber');
+    const issued = await vtnode(['token', '--expires', '1s', '--data-dir', a.dataDir, '--json']);
+    expect(issued.code).toBe(0);
+    const { token, expires } = JSON.parse(issued.stdout) as { token: string; expires: number };
+    // Push the expiry a day forward, as anyone holding the token can (unsigned tokens kept it at the top).
+    const body = tokenJson(token) as unknown as { exp?: number; invitation?: { exp: number } };
+    const expiry = body.invitation ?? body;
+    expiry.exp = Date.now() + 86_400_000;
+    const edited = `${token.slice(0, token.indexOf('.') + 1)}${Buffer.from(JSON.stringify(body)).toString('base64url')}`;
+    await new Promise((r) => setTimeout(r, Math.max(0, expires - Date.now() + 50)));
+    const dir = await box.tempDir();
+    // Refused at once; a token taken would run the node in the foreground until the timeout.
+    const res = await vtnode(['join', edited, '--data-dir', dir, '--listen', '/ip4/127.0.0.1/tcp/0'], {
+      timeoutMs: 20_000,
+    });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/cannot join: the token does not verify/);
+    await expect(readFile(join(dir, 'fleet.json'))).rejects.toThrow();
+  }, 60_000);
+
   it('garbled and wrong-version tokens get errors naming the problem', async () => {
     const dir = await box.tempDir();
-    const garbled = await vtnode(['join', 'vt1.not!base64', '--data-dir', dir]);
+    const garbled = await vtnode(['join', 'vt2.not!base64', '--data-dir', dir]);
     expect(garbled.code).toBe(1);
     expect(garbled.stderr).toMatch(/damaged/);
-    const v2 = await vtnode(['join', 'vt2.eyJ9', '--data-dir', dir]);
-    expect(v2.stderr).toMatch(/version 2/);
+    const v3 = await vtnode(['join', 'vt3.eyJ9', '--data-dir', dir]);
+    expect(v3.stderr).toMatch(/version 3/);
+    // Version 1 tokens were unsigned: refused by name.
+    const v1 = await vtnode(['join', 'vt1.eyJ9', '--data-dir', dir]);
+    expect(v1.code).toBe(1);
+    expect(v1.stderr).toMatch(/version 1/);
   });
 });
 
@@ -172,29 +194,42 @@ describe('bad gossip from a member', () => {
     const b = await joinNode(box, a.token);
     const bId = await peerIdOf(b.dataDir);
     await waitForPeers(a.dataDir, [aId, bId]);
-    const fleet = JSON.parse(await readFile(join(a.dataDir, 'fleet.json'), 'utf8'));
-    const aAddr = (await status(a.dataDir)).nodes[0]!.addrs[0]!;
-    const rogue = spawn(
-      process.execPath,
-      [join(REPO, 'test/fleet/rogue-member.ts'), 'rogue', fleet.psk, `${aAddr}/p2p/${aId}`],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+    const rogues = ['adverts', 'certificates'].map(async (set) =>
+      spawn(
+        process.execPath,
+        [join(REPO, 'test/fleet/rogue-member.ts'), a.token, await box.tempDir('vt-rogue-'), set],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      ),
     );
+    const procs = await Promise.all(rogues);
     let out = '';
-    rogue.stdout.on('data', (d) => {
-      out += d;
-    });
-    rogue.stderr.on('data', (d) => {
-      out += d;
-    });
+    for (const rogue of procs) {
+      rogue.stdout.on('data', (d) => {
+        out += d;
+      });
+      rogue.stderr.on('data', (d) => {
+        out += d;
+      });
+    }
     try {
-      await eventually(async () => out.includes('rogue: done'), 30_000, `the rogue to publish (${out})`);
       await eventually(
-        async () => (aNode.proc.output().match(/rejected an advert/g) ?? []).length >= 4,
+        async () => (out.match(/rogue: done/g) ?? []).length === 2,
+        45_000,
+        `the rogues to publish (${out})`,
+      );
+      await eventually(
+        async () => (aNode.proc.output().match(/rejected an advert/g) ?? []).length >= 6,
         10_000,
-        'the bootstrap node to reject all 4 adverts',
+        'the bootstrap node to reject all 6 adverts',
       );
       expect(aNode.proc.output()).toMatch(/claims to be/);
       expect(aNode.proc.output()).toMatch(/exceeds the cap/);
+      expect(aNode.proc.output()).toMatch(/rejected an advert: certificate of \S+: presented by/);
+      expect(aNode.proc.output()).toMatch(
+        /rejected an advert: certificate of \S+: the signature does not match/,
+      );
       // B is connected only to A (the rogue never advertised an address): nothing was forwarded to it.
       await new Promise((r) => setTimeout(r, 1500));
       expect(b.proc.output()).not.toMatch(/rejected an advert/);
@@ -202,7 +237,7 @@ describe('bad gossip from a member', () => {
       expect(s.nodes.map((n) => n.peerId).sort()).toEqual([aId, bId].sort());
       expect(s.nodes.find((n) => n.peerId === aId)!.host).not.toBe('rogue');
     } finally {
-      rogue.kill('SIGKILL');
+      for (const rogue of procs) rogue.kill('SIGKILL');
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -1,12 +1,10 @@
 // A fleet across real hosts: one network namespace per node on a bridge, default ports, addresses
 // from the interfaces. Needs root and iproute2 (CI installs it and runs as root).
 
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetStatus } from '../../node/status.ts';
-import { encodeToken } from '../../protocol/token.ts';
 import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
+import { withBootstrap } from '../helpers/fleet.ts';
 import { canCreateNetworks, createTestNetwork, type TestNetwork } from '../helpers/netns.ts';
 
 const box = new Sandbox();
@@ -36,6 +34,7 @@ const sees = (i: number, dir: string, n: number) =>
 
 describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () => {
   const dirs: string[] = [];
+  let token = '';
 
   it('joins with the default port and interface addresses, and forms a full mesh', async () => {
     for (let i = 0; i < 3; i++) dirs.push(await box.tempDir('vt-ns-'));
@@ -43,7 +42,7 @@ describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () 
       prefix: net!.exec(0),
     });
     expect(init.code).toBe(0);
-    const token = init.stdout.trim();
+    token = init.stdout.trim();
     box.spawn(['start', '--data-dir', dirs[0]!], {}, net!.exec(0));
     for (const i of [1, 2]) {
       box.spawn(['join', token, '--data-dir', dirs[i]!, '--advert-interval', '1s'], {}, net!.exec(i));
@@ -71,16 +70,11 @@ describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () 
 
   it('--mdns: a laptop whose token names no reachable member finds the fleet on the LAN', async () => {
     const dir = await box.tempDir('vt-ns-');
-    const fleet = JSON.parse(await readFile(join(dirs[0]!, 'fleet.json'), 'utf8'));
     const peerId = (await statusOn(0, dirs[0]!)).self;
     // The only bootstrap address is a host that does not exist.
-    const token = encodeToken({
-      fleet: 'lan',
-      psk: fleet.psk,
-      bootstrap: [`/ip4/${net!.ips[0]!.replace(/\.\d+$/, '.250')}/tcp/7461/p2p/${peerId}`],
-      exp: Date.now() + 60_000,
-      iat: Date.now(),
-    });
+    const lost = withBootstrap(token, [
+      `/ip4/${net!.ips[0]!.replace(/\.\d+$/, '.250')}/tcp/7461/p2p/${peerId}`,
+    ]);
     // Host 0 runs with --mdns as well (restart it with the option); host 1's node makes room.
     await vtnode(['leave', '--data-dir', dirs[0]!], { prefix: net!.exec(0) });
     box.spawn(['start', '--data-dir', dirs[0]!, '--mdns'], {}, net!.exec(0));
@@ -88,7 +82,7 @@ describe.skipIf(!enabled)('a fleet across three hosts (network namespaces)', () 
     // Another port than the node it replaces, so no remembered address leads to it.
     const args = [
       'join',
-      token,
+      lost,
       '--data-dir',
       dir,
       '--mdns',

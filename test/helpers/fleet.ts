@@ -1,4 +1,5 @@
 import type { FleetStatus } from '../../node/status.ts';
+import { TOKEN_VERSION, type TokenBody } from '../../protocol/token.ts';
 import { eventually, freePort, type Proc, type Sandbox, vtnode } from './cli.ts';
 
 /** Fast adverts so tests see joins and departures within seconds. */
@@ -78,6 +79,23 @@ export function waitForPeers(dataDir: string, expected: string[], timeoutMs = 20
   );
 }
 
-export async function peerIdOf(dataDir: string): Promise<string> {
-  return eventually(async () => (await status(dataDir)).self, 60_000, `${dataDir} to answer status`);
+export async function peerIdOf(dataDir: string, timeoutMs = 60_000): Promise<string> {
+  return eventually(async () => (await status(dataDir)).self, timeoutMs, `${dataDir} to answer status`);
+}
+
+/** A token's JSON body, read without any check (tests edit tokens the way a person could). */
+export function tokenJson(token: string): TokenBody {
+  return JSON.parse(
+    Buffer.from(token.trim().replace(/^vt\d+\./, ''), 'base64url').toString('utf8'),
+  ) as TokenBody;
+}
+
+/** Encodes a (possibly edited) token body as a token, without any check. */
+export function rawToken(body: unknown): string {
+  return `vt${TOKEN_VERSION}.${Buffer.from(JSON.stringify(body)).toString('base64url')}`;
+}
+
+/** The same token with other bootstrap addresses (they are not signed: only the invitation is). */
+export function withBootstrap(token: string, bootstrap: string[]): string {
+  return rawToken({ ...tokenJson(token), bootstrap });
 }

@@ -1,0 +1,235 @@
+// Membership you can revoke, with real vtnode processes over TCP on loopback: admission with a
+// signed invitation, certificates checked by every node (and renewed), revocation, key rotation.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { MembersReport } from '../../cli/commands/members.ts';
+import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
+import {
+  initFleet,
+  joinNode,
+  peerIdOf,
+  rawToken,
+  startNode,
+  status,
+  type TestNode,
+  tokenJson,
+  waitForPeers,
+} from '../helpers/fleet.ts';
+
+const box = new Sandbox();
+afterAll(() => box.cleanup());
+
+const OUTSIDER = join(REPO, 'test/fleet/outsider.ts');
+/** Certificates live 30 s in this fleet, so members renew them (at 20 s) while the tests run. */
+const CERT_TTL = '30s';
+/** The default grace period a peer has to show a certificate. */
+const GRACE_MS = 10_000;
+/** A daemon's start (module loading, sandbox self-test) takes seconds, more on a loaded machine. */
+const START_MS = 60_000;
+
+async function members(dataDir: string): Promise<MembersReport> {
+  const res = await vtnode(['members', '--json', '--data-dir', dataDir]);
+  if (res.code !== 0) throw new Error(`members failed: ${res.stderr}`);
+  return JSON.parse(res.stdout) as MembersReport;
+}
+
+const fleetFile = async (dataDir: string) =>
+  JSON.parse(await readFile(join(dataDir, 'fleet.json'), 'utf8')) as { psk: string; keys: unknown[] };
+
+describe('membership (real processes over TCP on loopback)', () => {
+  let a = { dataDir: '', token: '' };
+  let aNode: TestNode;
+  let b: TestNode;
+  let c: TestNode;
+  const ids: Record<string, string> = {};
+
+  it('members join with the token and work: admitted, in every view, certificates renewed before expiry', async () => {
+    a = await initFleet(box, 'members', ['--cert-ttl', CERT_TTL]);
+    aNode = startNode(box, a.dataDir);
+    ids['a'] = await peerIdOf(a.dataDir, START_MS);
+    [b, c] = await Promise.all([joinNode(box, a.token), joinNode(box, a.token)]);
+    ids['b'] = await peerIdOf(b.dataDir, START_MS);
+    ids['c'] = await peerIdOf(c.dataDir, START_MS);
+    const all = [ids['a']!, ids['b']!, ids['c']!];
+    for (const dir of [a.dataDir, b.dataDir, c.dataDir]) await waitForPeers(dir, all, 30_000);
+    expect(aNode.proc.output()).toContain(`admitted ${ids['b']}`);
+
+    const report = await members(a.dataDir);
+    expect(report.admin).toBe(true);
+    expect(report.gen).toBe(1);
+    const row = report.members.find((m) => m.peerId === ids['b'])!;
+    expect(row).toMatchObject({
+      roles: ['worker', 'submitter', 'collector'],
+      standing: 'member',
+      revoked: false,
+    });
+    expect(row.connected).toBe(true);
+    expect(row.expires! - row.issued!).toBe(30_000);
+    // B's certificate is renewed by the fleet-key holder before it expires, and B never drops out.
+    const firstIssued = row.issued!;
+    const renewed = await eventually(
+      async () => {
+        const r = (await members(b.dataDir)).members.find((m) => m.self)!;
+        return r.issued! > firstIssued ? r : null;
+      },
+      40_000,
+      'B to renew its certificate',
+    );
+    expect(renewed.expires!).toBeGreaterThan(row.expires!);
+    expect(renewed.issued!).toBeLessThan(row.expires!);
+    await waitForPeers(a.dataDir, all, 5000);
+  }, 180_000);
+
+  it('a tampered or expired token is refused by `vtnode join` before any network activity', async () => {
+    const body = tokenJson(a.token);
+    // A year more on the invitation: its signature no longer holds.
+    const tampered = rawToken({
+      ...body,
+      invitation: { ...body.invitation, exp: body.invitation.exp + 365 * 86_400_000 },
+    });
+    const dir = await box.tempDir();
+    const res = await vtnode(['join', tampered, '--data-dir', dir]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(
+      /cannot join: the token does not verify \(invitation \w+: the signature does not match/,
+    );
+    const issued = await vtnode(['token', '--expires', '1s', '--data-dir', a.dataDir, '--json']);
+    expect(issued.code).toBe(0);
+    const { token: expired, expires } = JSON.parse(issued.stdout) as { token: string; expires: number };
+    await new Promise((r) => setTimeout(r, Math.max(0, expires - Date.now() + 50)));
+    const late = await vtnode(['join', expired, '--data-dir', dir]);
+    expect(late.code).toBe(1);
+    expect(late.stderr).toMatch(/cannot join: the token expired at/);
+    // Only the fleet-key holder signs invitations.
+    const fromMember = await vtnode(['token', '--data-dir', b.dataDir]);
+    expect(fromMember.code).toBe(1);
+    expect(fromMember.stderr).toMatch(/only a node holding the fleet key signs invitations/);
+  }, 60_000);
+
+  it('presented directly, a tampered or expired invitation is refused by the fleet-key holder, which then disconnects the peer', async () => {
+    const body = tokenJson(a.token);
+    const tampered = rawToken({
+      ...body,
+      invitation: { ...body.invitation, roles: ['worker', 'submitter'], exp: body.invitation.exp + 1 },
+    });
+    const issued = await vtnode(['token', '--expires', '1s', '--data-dir', a.dataDir, '--json']);
+    const { token: expired, expires } = JSON.parse(issued.stdout) as { token: string; expires: number };
+    await new Promise((r) => setTimeout(r, Math.max(0, expires - Date.now() + 50)));
+    const forged = box.spawn(['invite', tampered], {}, [], OUTSIDER);
+    const late = box.spawn(['invite', expired], {}, [], OUTSIDER);
+    await forged.waitFor(/outsider: refused signature: invitation \w+: the signature does not match/, 20_000);
+    await late.waitFor(/outsider: refused expired: invitation \w+: expired at/, 20_000);
+    for (const p of [forged, late]) {
+      await p.waitFor(/outsider: disconnected after \d+ ms/, GRACE_MS + 10_000);
+      const ms = Number(/disconnected after (\d+) ms/.exec(p.output())![1]);
+      expect(ms).toBeGreaterThanOrEqual(GRACE_MS - 1000);
+    }
+    expect(aNode.proc.output()).toMatch(
+      /refused join from \S+: invitation \w+: the signature does not match/,
+    );
+    expect(aNode.proc.output()).toMatch(/disconnecting \S+: no valid membership certificate within 10000 ms/);
+  }, 60_000);
+
+  it('a node with the pre-shared key but no certificate gets no stream served, never appears, and is disconnected', async () => {
+    const squatter = box.spawn(['squat', a.token], {}, [], OUTSIDER);
+    await squatter.waitFor(/outsider: connected as (\S+)/, 20_000);
+    const squatterId = /outsider: connected as (\S+)/.exec(squatter.output())![1]!;
+    await squatter.waitFor(/outsider: log stream refused/, GRACE_MS + 15_000);
+    await squatter.waitFor(/outsider: disconnected after \d+ ms/, GRACE_MS + 10_000);
+    expect(squatter.output()).not.toMatch(/log stream answered/);
+    await aNode.proc.waitFor(
+      new RegExp(`/vtnode/log/2 stream from ${squatterId} failed: .*no valid membership certificate`),
+      15_000,
+    );
+    for (const dir of [a.dataDir, b.dataDir]) {
+      expect((await status(dir)).nodes.map((n) => n.peerId)).not.toContain(squatterId);
+    }
+  }, 60_000);
+
+  it('`vtnode revoke` disconnects a member everywhere; it cannot come back with its certificate, nor with its token under a new identity', async () => {
+    const res = await vtnode(['revoke', ids['c']!, '--data-dir', a.dataDir, '--json']);
+    expect(res.code, res.stderr).toBe(0);
+    const result = JSON.parse(res.stdout) as { revoked: { kind: string; id: string }[]; version: number };
+    expect(result.revoked.map((r) => r.kind)).toEqual(['peer', 'invitation']);
+    expect(result.revoked[1]!.id).toBe(tokenJson(a.token).invitation.nonce);
+    const rest = [ids['a']!, ids['b']!];
+    await waitForPeers(a.dataDir, rest, 15_000);
+    await waitForPeers(b.dataDir, rest, 15_000);
+    // The revocation reached B by gossip (and is saved in its data dir).
+    await eventually(
+      async () => (await members(b.dataDir)).members.find((m) => m.peerId === ids['c'])?.revoked,
+      15_000,
+      'B to hold the revocation',
+    );
+    const saved = JSON.parse(await readFile(join(b.dataDir, 'revocations.json'), 'utf8')) as {
+      entries: unknown[];
+    };
+    expect(saved.entries).toHaveLength(2);
+
+    // C comes back with its identity and its (unexpired) certificate: every connection is refused.
+    c.proc.child.kill('SIGTERM');
+    await c.proc.exited;
+    const refusals = () =>
+      (
+        aNode.proc.output().match(new RegExp(`refused a connection from revoked member ${ids['c']}`, 'g')) ??
+        []
+      ).length;
+    const before = refusals();
+    const back = startNode(box, c.dataDir);
+    await eventually(async () => refusals() > before, START_MS, 'A to refuse the revoked member');
+    await peerIdOf(c.dataDir, START_MS);
+    expect((await status(c.dataDir)).nodes.map((n) => n.peerId)).toEqual([ids['c']]);
+    for (const dir of [a.dataDir, b.dataDir])
+      expect((await status(dir)).nodes.map((n) => n.peerId)).not.toContain(ids['c']);
+    back.proc.child.kill('SIGTERM');
+
+    // The token C joined with is revoked too: a new identity cannot use it.
+    const again = await joinNode(box, a.token);
+    const code = await Promise.race([
+      again.proc.exited,
+      new Promise((r) => setTimeout(() => r('running'), START_MS)),
+    ]);
+    expect(code, again.proc.output()).toBe(1);
+    expect(again.proc.output()).toMatch(
+      /the fleet refused this node's invitation \(revoked\): invitation \w+: revoked by the fleet/,
+    );
+  }, 180_000);
+
+  it('`vtnode rotate-key` keeps a valid member: new key generation and pre-shared key, and the member reconnects on them', async () => {
+    const oldPsk = (await fleetFile(a.dataDir)).psk;
+    const res = await vtnode(['rotate-key', '--switch-in', '4s', '--json', '--data-dir', a.dataDir]);
+    expect(res.code, res.stderr).toBe(0);
+    const result = JSON.parse(res.stdout) as {
+      reached: string[];
+      missed: unknown[];
+      gen: number;
+      psk: boolean;
+    };
+    expect(result).toMatchObject({ gen: 2, psk: true, missed: [] });
+    expect(result.reached).toEqual([ids['b']]);
+    await aNode.proc.waitFor(/switched to fleet key generation 2 and a new pre-shared key/, 20_000);
+    await b.proc.waitFor(/switched to fleet key generation 2 and a new pre-shared key/, 20_000);
+    const [fa, fb] = await Promise.all([fleetFile(a.dataDir), fleetFile(b.dataDir)]);
+    expect(fb.psk).toBe(fa.psk);
+    expect(fb.psk).not.toBe(oldPsk);
+    expect(fb.keys).toHaveLength(2);
+    // B holds a generation 2 certificate, and A counts it as a member.
+    await eventually(
+      async () => {
+        const r = (await members(a.dataDir)).members.find((m) => m.peerId === ids['b']);
+        return r?.gen === 2 && r.standing === 'member';
+      },
+      15_000,
+      'A to see B under generation 2',
+    );
+    await waitForPeers(a.dataDir, [ids['a']!, ids['b']!], 15_000);
+    // B restarts: its new connections use the new pre-shared key, and its new certificate is accepted.
+    b.proc.child.kill('SIGTERM');
+    await b.proc.exited;
+    await waitForPeers(a.dataDir, [ids['a']!], 15_000);
+    const b2 = startNode(box, b.dataDir);
+    await waitForPeers(a.dataDir, [ids['a']!, ids['b']!], START_MS);
+    await waitForPeers(b2.dataDir, [ids['a']!, ids['b']!], START_MS);
+  }, 180_000);
+});
