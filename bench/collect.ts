@@ -1,10 +1,10 @@
 // Collector benchmark: one worker process holding N samples (default 10,000, ~2 KiB candidates),
 // one collector (this process) on loopback.
 //   npx node bench/collect.ts [--samples 10000]
-// Prints: digest ingest rate over /vtnode/log/1 (catch-up) and over gossip, each ÷ the rate of
-// inserting the same digests into the dataset index directly (same run); body fetch rate over
-// /vtnode/sample/1 ÷ reading the same bodies from the worker's sample log locally (same run);
-// collector RSS before and after.
+// Prints: digest ingest rate over /vtnode/log/2 (catch-up, every signature verified) and over
+// gossip, each ÷ the rate of inserting the same digests into the dataset index directly (same run);
+// body fetch rate over /vtnode/sample/2 ÷ reading the same bodies from the worker's sample log
+// locally (same run); collector RSS before and after.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,6 +17,7 @@ import { openDatasetStore } from '../node/collector/store.ts';
 import { newPsk } from '../node/data-dir.ts';
 import { createDigestGossip } from '../node/digests/gossip.ts';
 import { fetchDigests } from '../node/digests/servers.ts';
+import { checkRelayed } from '../node/digests/signature.ts';
 import { createHost } from '../node/fleet/host.ts';
 import { openSampleLog } from '../node/worker/sample-log.ts';
 import { digestTopic } from '../protocol/topics.ts';
@@ -65,7 +66,7 @@ try {
   const rssStart = process.memoryUsage().rss;
 
   // Baselines: the same digests into an index directly; the same bodies read from the log locally.
-  const log = openSampleLog({ path: logPath, origin: worker });
+  const log = openSampleLog({ path: logPath, origin: worker }); // read-only: no signer
   const digests = [] as ReturnType<typeof log.digestsSince>;
   for (let after = 0; after < N; after += 500) digests.push(...log.digestsSince(after, 500));
   const base = openDatasetStore(join(dir, 'baseline'));
@@ -79,16 +80,18 @@ try {
   const baseReadMs = performance.now() - t;
   log.close();
 
-  // Catch-up: digests over /vtnode/log/1, then bodies over /vtnode/sample/1.
+  // Catch-up: digests over /vtnode/log/2 (signatures verified), then bodies over /vtnode/sample/2.
   const store = openDatasetStore(join(dir, 'dataset'));
   const collector = createCollector({ host, peers: () => [worker], store, fetchConcurrency: 4 });
   t = performance.now();
   let after = 0;
   let storeMs = 0;
   for (;;) {
-    const page = await fetchDigests(host, worker, after);
+    const page = await fetchDigests(host, worker, worker, after);
     const s = performance.now();
-    store.addDigests(page.digests);
+    const { valid, forged } = checkRelayed(worker, page.digests);
+    if (forged.length > 0) throw new Error(`${forged.length} digests do not verify: ${forged[0]!.why}`);
+    store.addDigests(valid);
     storeMs += performance.now() - s;
     if (page.digests.length === 0) break;
     after = page.digests.at(-1)!.seq;
@@ -134,8 +137,10 @@ try {
   let gAfter = gossipStore.highWater(worker);
   let recovered = 0;
   for (;;) {
-    const page = await fetchDigests(host, worker, gAfter);
-    recovered += gossipStore.addDigests(page.digests).filter((r) => r === 'new').length;
+    const page = await fetchDigests(host, worker, worker, gAfter);
+    recovered += gossipStore
+      .addDigests(checkRelayed(worker, page.digests).valid)
+      .filter((r) => r === 'new').length;
     if (page.digests.length === 0) break;
     gAfter = page.digests.at(-1)!.seq;
   }
@@ -147,8 +152,8 @@ try {
   const rows = [
     ['digest ingest, direct index insert (baseline)', `${rate(N, baseIngestMs).toFixed(0)} /s`, '1'],
     [
-      'digest ingest over /vtnode/log/1 (catch-up)',
-      `${rate(N, logIngestMs).toFixed(0)} /s (${(logIngestMs / 1000).toFixed(2)} s, ${(storeMs / 1000).toFixed(2)} s of it storing)`,
+      'digest ingest over /vtnode/log/2 (catch-up, verified)',
+      `${rate(N, logIngestMs).toFixed(0)} /s (${(logIngestMs / 1000).toFixed(2)} s, ${(storeMs / 1000).toFixed(2)} s of it verifying and storing)`,
       `${(baseIngestMs / logIngestMs).toFixed(2)}× baseline`,
     ],
     [
@@ -163,7 +168,7 @@ try {
     ],
     ['body read from the sample log locally (baseline)', `${rate(N, baseReadMs).toFixed(0)} /s`, '1'],
     [
-      'body fetch over /vtnode/sample/1, verify, store',
+      'body fetch over /vtnode/sample/2, verify, store',
       `${rate(counts.bodies, fetchMs).toFixed(0)} /s (${counts.bodies} bodies, ${(fetchMs / 1000).toFixed(2)} s)`,
       `${(baseReadMs / fetchMs).toFixed(2)}× baseline`,
     ],

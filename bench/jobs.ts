@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { decode, encode } from 'it-length-prefixed';
 import { newPsk } from '../node/data-dir.ts';
+import { digestSigner } from '../node/digests/signature.ts';
 import { createHost } from '../node/fleet/host.ts';
 import { openCampaignStore } from '../node/submitter/campaign-store.ts';
 import { framed } from '../node/wire/framed.ts';
@@ -48,7 +49,9 @@ try {
   }
   const jsonlMs = performance.now() - t0;
   closeSync(fd);
-  const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: 'bench' });
+  // Every append signs its digest (Ed25519), as a worker's log does.
+  const signer = digestSigner(await generateKeyPair('Ed25519'));
+  const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: signer.origin, signer });
   t0 = performance.now();
   for (const b of bodies) sampleLog.append(b);
   const logMs = performance.now() - t0;

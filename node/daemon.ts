@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { peerIdFromString } from '@libp2p/peer-id';
 import { advertTopic, digestTopic } from '../protocol/topics.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
 import type { Scorer } from '../sandbox/scorer.ts';
@@ -7,7 +8,8 @@ import { startControlServer } from './control/server.ts';
 import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
 import { digestOf } from './digests/codec.ts';
 import { createDigestGossip } from './digests/gossip.ts';
-import { createLogServer, createSampleServer } from './digests/servers.ts';
+import { createLogServer, createSampleServer, logBodies, logDigests } from './digests/servers.ts';
+import { digestSigner } from './digests/signature.ts';
 import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
 import type { Host } from './fleet/host.ts';
@@ -21,6 +23,8 @@ import { type FleetStatus, nodeStatus } from './status.ts';
 import { CAMPAIGN_DB, openCampaignStore } from './submitter/campaign-store.ts';
 import { createCampaignService } from './submitter/service.ts';
 import { memory } from './system.ts';
+import { createOffenceLedger } from './wire/offences.ts';
+import { guardStreams } from './wire/streams.ts';
 import { startWorkerRole, type WorkerRole } from './worker/role.ts';
 import { workspaceIdentity } from './workspace/content-id.ts';
 
@@ -94,6 +98,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     log('workspace %s has content id %s', dir, id.id);
   }
 
+  // Peers that misuse the stream protocols are banned for a while (see node/wire/offences.ts).
+  const offences = createOffenceLedger();
   let failure: Error | null = null;
   // Until `stop` exists (a refusal can come while the daemon is still starting), a request is remembered.
   let requestStop = () => {};
@@ -109,12 +115,17 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     listen: await listenAddrs(config),
     mdns: config.mdns,
     topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
+    denyPeer: (peer) => offences.banned(peer, Date.now()),
     graceMs: options.graceMs ?? DEFAULT_GRACE_MS,
     onFatal: (err) => {
       failure = err;
       requestStop();
     },
     onCertificate: () => touchFleet(),
+  });
+  guardStreams(host, {
+    ledger: offences,
+    onBan: (peer) => void host.hangUp(peerIdFromString(peer)).catch(() => {}),
   });
 
   const addrs = () =>
@@ -180,6 +191,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         onSample: (s) => void digests.publish(digestOf(s)),
         host,
         peerId,
+        signer: digestSigner(privateKey),
         dataDir,
         models: options.models,
         workspaces,
@@ -192,8 +204,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Workers serve their sample bodies and digest logs to collectors.
   const fetchServers = worker
     ? [
-        await createSampleServer({ host, source: worker.sampleLog }),
-        await createLogServer({ host, source: worker.sampleLog }),
+        await createSampleServer({ host, source: logBodies(worker.sampleLog) }),
+        await createLogServer({ host, source: logDigests(worker.sampleLog) }),
       ]
     : [];
   const campaignStore = openCampaignStore({ path: dataDir.path(CAMPAIGN_DB) });

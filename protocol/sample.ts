@@ -5,7 +5,7 @@ import { Sha256Id } from './task.ts';
 
 /** Largest candidate text a worker keeps, bytes of UTF-8 (longer output is truncated by max tokens first). */
 export const MAX_CANDIDATE_BYTES = 2 * 1024 * 1024;
-/** Largest frame on /vtnode/sample/1, bytes (one body with its metadata). */
+/** Largest frame on /vtnode/sample/2, bytes (one body with its metadata). */
 export const MAX_SAMPLE_FRAME_BYTES = MAX_CANDIDATE_BYTES + 64 * 1024;
 
 /** The score of one candidate, as the worker's sandbox judged it. */
@@ -46,7 +46,7 @@ export const Generation = z.object({
 });
 export type Generation = z.infer<typeof Generation>;
 
-/** A sample body: what the worker's log keeps and /vtnode/sample/1 serves. */
+/** A sample body: what the worker's log keeps and /vtnode/sample/2 serves. */
 export const SampleBody = z.object({
   /** Schema version of the body. */
   v: z.literal(1),

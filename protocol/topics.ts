@@ -16,10 +16,10 @@ export function digestTopic(fleetId: string): string {
 
 /** Stream protocol: place k samples of a task on a worker and stream back results. */
 export const JOB_PROTOCOL = `${PROTOCOL_PREFIX}/job/1`;
-/** Stream protocol: fetch sample bodies by id. */
-export const SAMPLE_PROTOCOL = `${PROTOCOL_PREFIX}/sample/1`;
-/** Stream protocol: digests of a node since a sequence number (anti-entropy). */
-export const LOG_PROTOCOL = `${PROTOCOL_PREFIX}/log/1`;
+/** Stream protocol: fetch sample bodies by exact (origin, seq) row, from the origin or any holder. */
+export const SAMPLE_PROTOCOL = `${PROTOCOL_PREFIX}/sample/2`;
+/** Stream protocol: the origins a node holds, and any origin's signed digests since a seq (anti-entropy). */
+export const LOG_PROTOCOL = `${PROTOCOL_PREFIX}/log/2`;
 
 /** Gossipsub topic carrying the fleet's signed revocations. */
 export function revocationTopic(fleetId: string): string {

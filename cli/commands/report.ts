@@ -7,14 +7,17 @@ const usage = `Usage: vtnode report --from DATASET [--split train|eval] [--k K] 
 
 The eval table: per model, tasks, samples, pass@1 and pass@k (the unbiased estimator of Chen et
 al. 2021 over every scored sample, verified or not), mean reward, truncation rate, tokens/s and
-prompt-cache hit rate.
+prompt-cache hit rate. A sample id claimed by several nodes counts once when the claims agree or
+audits settled them; claims of different rewards that no audit settled are left out and listed as
+disputed (--json: \`disputed\`).
 
 Options:
   --from DATASET     dataset dir written by \`vtnode collect\`
   --split SPLIT      only tasks of this split (default: all)
   --k K              k for pass@k (default: the smallest per-task sample count)
   --min-reward R     pass threshold (default: the dataset's, 1.0)
-  --json             JSON: { models: [{ model, tasks, samples, pass1, passk, k, meanReward, ... }] }`;
+  --json             JSON: { models: [{ model, tasks, samples, pass1, passk, k, meanReward, disputed, ... }],
+                     disputed: [{ sampleId, claims: [{ origin, seq, reward, audit, ... }] }] }`;
 
 const pct = (x: number | null) => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
 
@@ -55,8 +58,13 @@ export const command: Command = {
         process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
         return 0;
       }
+      const disputedNote = report.disputed.length
+        ? `note: ${report.disputed.length} sample ids left out: their nodes claim different rewards and no audit settled it (--json lists them)\n`
+        : '';
       if (report.models.length === 0) {
-        process.stdout.write(`no scored samples${values.split ? ` in the ${values.split} split` : ''}\n`);
+        process.stdout.write(
+          `no scored samples${values.split ? ` in the ${values.split} split` : ''}\n${disputedNote}`,
+        );
         return 0;
       }
       const head = [
@@ -92,8 +100,9 @@ export const command: Command = {
       const audited = report.models.filter((m) => m.auditFailures > 0);
       for (const m of audited)
         process.stdout.write(
-          `note: ${m.auditFailures} samples of ${m.model} counted with their audited reward\n`,
+          `note: ${m.auditFailures} claims of ${m.model} contradicted by an audit (left out, or counted with the audited reward)\n`,
         );
+      process.stdout.write(disputedNote);
       return 0;
     } finally {
       store.close();

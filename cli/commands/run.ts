@@ -1,9 +1,14 @@
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { type ControlClient, connectControl, NoDaemonError } from '../../node/control/client.ts';
+import {
+  type ControlClient,
+  connectControl,
+  DaemonBusyError,
+  NoDaemonError,
+} from '../../node/control/client.ts';
 import { startDaemon } from '../../node/daemon.ts';
 import { createModelService } from '../../node/models/service.ts';
-import type { CampaignStartRequest, CampaignStatus } from '../../node/submitter/service.ts';
+import type { CampaignStartRequest, CampaignStatus, StartResponse } from '../../node/submitter/service.ts';
 import { parseDuration } from '../../protocol/token.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
@@ -28,6 +33,8 @@ none runs, a node started for the campaign's duration. Progress goes to stderr.
   --resume              continue the named campaign (finished samples are not redone)
   --job-timeout DUR     time a node has for a job without progress before its samples are
                         placed elsewhere (default 30m)
+  --max-attempts N      placements of a task's samples before those still unscored are given up
+                        (default 5); a campaign that gives samples up ends incomplete, exit 1
   --on-interrupt A      what Ctrl-C does without a terminal to ask: detach | cancel (default detach)
   --json                print the final summary as one JSON object on stdout
   --data-dir DIR        the submitter node's data dir`;
@@ -45,6 +52,7 @@ interface Values {
   resume?: boolean;
   'on-interrupt'?: string;
   'job-timeout'?: string;
+  'max-attempts'?: string;
 }
 
 function numberOption(
@@ -83,7 +91,14 @@ function request(values: Values): CampaignStartRequest {
     },
     resume: values.resume ?? false,
     ...(jobTimeout(values['job-timeout']) ?? {}),
+    ...(values['max-attempts'] ? { maxAttempts: attempts(values['max-attempts']) } : {}),
   };
+}
+
+function attempts(text: string): number {
+  const n = intOption(text, 'max-attempts', 5);
+  if (n < 1 || n > 100) throw new CliError(`--max-attempts ${text}: expected 1-100`, 2);
+  return n;
 }
 
 function jobTimeout(text: string | undefined): { jobTimeoutMs: number } | null {
@@ -94,19 +109,91 @@ function jobTimeout(text: string | undefined): { jobTimeoutMs: number } | null {
   return { jobTimeoutMs: ms };
 }
 
-/** The campaign's status; a daemon too busy to answer once (a loaded machine) is asked again. */
-async function pollStatus(control: ControlClient, name: string): Promise<CampaignStatus> {
+/** How long `run` keeps asking a live daemon that does not answer before it gives up, ms. */
+const BUSY_BUDGET_MS = 10 * 60_000;
+
+/**
+ * The campaign's status. A daemon whose process is alive but does not answer (a loaded machine)
+ * is asked again with backoff for up to `busyBudgetMs`; another error is retried 5 times; a daemon
+ * that is gone (NoDaemonError) ends the wait at once.
+ */
+export async function pollStatus(
+  control: ControlClient,
+  name: string,
+  options: {
+    /** How long a live daemon that does not answer is asked again, ms (default 10 min). */
+    busyBudgetMs?: number;
+    /** The first wait between attempts, ms; it doubles up to 5 s (default 500). */
+    firstDelayMs?: number;
+    /** Told of each failed attempt that will be retried. */
+    onRetry?: (err: Error) => void;
+    /** Stops asking. */
+    signal?: AbortSignal;
+  } = {},
+): Promise<CampaignStatus> {
+  const budget = options.busyBudgetMs ?? BUSY_BUDGET_MS;
+  const since = Date.now();
+  let failures = 0;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await control.call<CampaignStatus>('POST', '/campaign/status', { name });
+      return await control.call<CampaignStatus>('POST', '/campaign/status', { name }, options.signal);
     } catch (err) {
-      if (err instanceof NoDaemonError || attempt >= 5) throw err;
-      process.stderr.write(
-        `vtnode run: the daemon did not answer (${(err as Error).message}); asking again\n`,
+      if (err instanceof NoDaemonError || options.signal?.aborted) throw err;
+      if (err instanceof DaemonBusyError) {
+        if (Date.now() - since >= budget) throw err;
+      } else if (++failures >= 5) throw err;
+      options.onRetry?.(err as Error);
+      await sleep(
+        Math.min(5000, (options.firstDelayMs ?? 500) * 2 ** Math.min(attempt - 1, 4)),
+        options.signal,
       );
-      await new Promise((r) => setTimeout(r, 1000 * attempt));
     }
   }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** pollStatus for the CLI: retries are said on stderr; a daemon that died says how to resume. */
+async function statusOrExit(control: ControlClient, name: string): Promise<CampaignStatus> {
+  try {
+    return await pollStatus(control, name, {
+      onRetry: (err) => process.stderr.write(`\nvtnode run: ${err.message}; asking again\n`),
+    });
+  } catch (err) {
+    if (!(err instanceof NoDaemonError || err instanceof DaemonBusyError)) throw err;
+    throw new CliError(
+      `${err.message}\ncampaign ${name} is kept in the data dir: once the node runs again, ` +
+        `\`vtnode run --campaign ${name} --resume ...\` continues or re-attaches to it`,
+    );
+  }
+}
+
+/**
+ * The exit code of a finished wait: 0 when every planned sample was scored, 130 when cancelled,
+ * else 1 with what is missing said on stderr (after the summary, which --json keeps the only stdout line).
+ */
+function exitCode(st: CampaignStatus): number {
+  const { planned, scored } = st.summary.samples;
+  const resume = `\`vtnode run --campaign ${st.name} --resume ...\` places them again`;
+  let problem: string | null = null;
+  if (st.status === 'stalled') problem = `stalled: ${st.problem ?? 'no eligible node'}; ${resume}`;
+  else if (st.status === 'incomplete')
+    problem =
+      `is incomplete: ${planned - scored} of ${planned} samples were given up after repeated failed ` +
+      `placements (last problem: ${st.problem ?? 'none recorded'}); ${resume}`;
+  if (problem) {
+    process.stderr.write(`vtnode: campaign ${st.name} ${problem}\n`);
+    return 1;
+  }
+  return st.status === 'done' ? 0 : 130;
 }
 
 async function askDetachOrCancel(): Promise<'detach' | 'cancel'> {
@@ -139,6 +226,7 @@ export const command: Command = {
         resume: { type: 'boolean' },
         'on-interrupt': { type: 'string' },
         'job-timeout': { type: 'string' },
+        'max-attempts': { type: 'string' },
         json: { type: 'boolean' },
         'data-dir': { type: 'string' },
       },
@@ -178,21 +266,23 @@ export const command: Command = {
     }
 
     try {
-      let started: { name: string; report: { reused: number; planned: number; changed: unknown[] } };
+      let started: StartResponse;
       try {
         started = await control.call('POST', '/campaign/start', req);
       } catch (err) {
         throw new CliError(`cannot start the campaign: ${(err as Error).message.replace(/^daemon: /, '')}`);
       }
       const { name, report } = started;
-      process.stderr.write(
-        `campaign ${name}: ${report.planned} samples planned` +
-          (report.reused > 0 ? `, ${report.reused} already scored (resumed)` : '') +
-          (report.changed.length > 0
-            ? `, ${report.changed.length} task(s) changed their prompt: redone`
-            : '') +
-          '\n',
-      );
+      if (started.attached) process.stderr.write(`campaign ${name} is running in the daemon: re-attached\n`);
+      else
+        process.stderr.write(
+          `campaign ${name}: ${report.planned} samples planned` +
+            (report.reused > 0 ? `, ${report.reused} already scored (resumed)` : '') +
+            (report.changed.length > 0
+              ? `, ${report.changed.length} task(s) changed their prompt: redone`
+              : '') +
+            '\n',
+        );
 
       let interrupted: 'detach' | 'cancel' | null = null;
       let asking = false;
@@ -217,7 +307,7 @@ export const command: Command = {
       let st: CampaignStatus;
       try {
         for (;;) {
-          st = await pollStatus(control, name);
+          st = await statusOrExit(control, name);
           const now = Date.now();
           if (tty) process.stderr.write(`\r\x1b[K${progressLine(st, now)}`);
           else if (now - lastPrinted > 5000) {
@@ -267,9 +357,7 @@ export const command: Command = {
       } else {
         process.stderr.write(finalSummary(st));
       }
-      if (st.status === 'stalled')
-        throw new CliError(`campaign ${name} stalled: ${st.problem ?? 'no eligible node'}`);
-      return st.status === 'done' ? 0 : 130;
+      return exitCode(st);
     } finally {
       await ownDaemon?.stop();
     }

@@ -1,13 +1,16 @@
-import type { Digest } from '../../protocol/digest.ts';
-import { MAX_LOG_DIGESTS_PER_FRAME } from '../../protocol/digest.ts';
-import type { SampleReply } from '../../protocol/fetch.ts';
+import { type Digest, MAX_LOG_DIGESTS_PER_FRAME, type SignedDigest } from '../../protocol/digest.ts';
+import type { OriginSummary, SampleReply } from '../../protocol/fetch.ts';
+import { sampleId } from '../../protocol/job.ts';
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
-import { fetchBodies, fetchDigests } from '../digests/servers.ts';
+import { fetchBodies, fetchDigests, fetchOrigins } from '../digests/servers.ts';
+import { checkRelayed } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
 import type { StreamHost } from '../wire/streams.ts';
-import type { DatasetStore } from './store.ts';
+import { planCatchUp, summaryKey, worthPulling } from './catch-up.ts';
+import { claimsAgree } from './claims.ts';
+import type { Claim, DatasetStore } from './store.ts';
 import { type OriginTrust, selectedForAudit, trustOf } from './trust.ts';
 
 /** Re-scores a candidate in the collector's own sandbox; null when it cannot (workspace not held). */
@@ -35,11 +38,18 @@ export function scorerAuditor(scorer: Scorer, workspaces: ReadonlyMap<string, st
   };
 }
 
-/** Why a body was not accepted for its digest; null when it matches. */
+/**
+ * Why a body served for a digest's row does not match the digest; null when it matches. A reply is
+ * only ever compared with the digest of the (origin, seq) it names: another row of the same sample
+ * id (an honest redo by another worker) is another claim, never a mismatch.
+ */
 export function bodyMismatch(digest: Digest, reply: SampleReply): string | null {
   const b = reply.body;
   if (reply.origin !== digest.origin) return `origin is ${reply.origin}, the digest's is ${digest.origin}`;
   if (reply.seq !== digest.seq) return `seq is ${reply.seq}, the digest's is ${digest.seq}`;
+  const derived = sampleId(b.taskId, b.model, b.index, b.generation.seed);
+  if (derived !== b.sampleId)
+    return `sampleId ${b.sampleId} is not the id of its own task, model, index and seed (${derived})`;
   const hash = contentHash(b.candidate);
   if (hash !== digest.contentHash)
     return `candidate hashes to ${hash}, the digest says ${digest.contentHash}`;
@@ -57,15 +67,13 @@ export function bodyMismatch(digest: Digest, reply: SampleReply): string | null 
 }
 
 export interface CollectorOptions {
-  /** Host the collector fetches over (/vtnode/sample/1, /vtnode/log/1). */
+  /** Host the collector fetches over (/vtnode/sample/2, /vtnode/log/2). */
   host: StreamHost;
   /** Peer ids of the fleet members to catch up from (and to ask for bodies an origin cannot serve). */
   peers: () => string[];
   /** The dataset dir. */
   store: DatasetStore;
-  /** Reward at or above which a sample counts as verified (default 1.0). */
-  minReward?: number;
-  /** Fraction of verified samples re-scored (default 0.05). */
+  /** Fraction of samples re-scored, whatever their claimed reward (default 0.05). */
   auditFraction?: number;
   /** Re-scores samples; none = no audits. */
   auditor?: Auditor | null;
@@ -75,7 +83,7 @@ export interface CollectorOptions {
   fetchDelayMs?: number;
   /** Bodies fetched at once (parallel streams, default 4). */
   fetchConcurrency?: number;
-  /** Other holders tried when the origin cannot serve a body (default 3). */
+  /** Other holders tried when the origin cannot serve a body (default 3; known holders first). */
   maxOtherHolders?: number;
   /** Stops the collector. */
   signal?: AbortSignal;
@@ -92,9 +100,9 @@ export interface CollectorStats {
 }
 
 export interface Collector {
-  /** Feeds a digest (from gossip, already validated: origin = signer). */
-  onDigest(digest: Digest): void;
-  /** Asks every peer for its digests after our high-water mark, then fetches missing bodies. */
+  /** Feeds a digest (from gossip, already validated: origin = signer, signature verified). */
+  onDigest(digest: SignedDigest): void;
+  /** Asks every peer which origins it holds, pulls the digests we lack from any of them, then fetches missing bodies. */
   catchUp(signal?: AbortSignal): Promise<void>;
   /** Fetches every pending body it can. */
   fetchPending(signal?: AbortSignal): Promise<void>;
@@ -108,15 +116,27 @@ export interface Collector {
   stop(): Promise<void>;
 }
 
+/** Runs `jobs` with at most `n` at once, stopping early once `signal` aborts. */
+async function pool<T>(items: readonly T[], n: number, signal: AbortSignal, job: (item: T) => Promise<void>) {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length && !signal.aborted) await job(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+}
+
+const rowKey = (d: { origin: string; seq: number }) => `${d.origin}#${d.seq}`;
+
 /**
- * The collector: stores every digest it learns of (gossip or catch-up), fetches and verifies the
- * bodies, spot-audits verified samples and keeps trust per origin. All state lives in the dataset
- * store, so a restarted collector resumes from its high-water marks.
+ * The collector: stores every signed digest it learns of (gossip, or catch-up from the origin or any
+ * node that holds it), fetches and verifies the bodies, audits a fraction of samples (every reward,
+ * so deflation is caught as well as inflation) and every claim of a sample id whose claims disagree,
+ * and keeps trust per origin. All state lives in the dataset store, so a restarted collector resumes
+ * from its high-water marks.
  */
 export function createCollector(options: CollectorOptions): Collector {
   const log = logger('vtnode:collector');
   const { host, store } = options;
-  const minReward = options.minReward ?? 1;
   const auditFraction = options.auditFraction ?? 0.05;
   const auditor = options.auditor ?? null;
   const fetchDelayMs = options.fetchDelayMs ?? 50;
@@ -125,6 +145,8 @@ export function createCollector(options: CollectorOptions): Collector {
   const stopper = new AbortController();
   const stopSignal = options.signal ? AbortSignal.any([options.signal, stopper.signal]) : stopper.signal;
   const stats = { audits: 0, auditFailures: 0, fetchErrors: 0 };
+  const withStop = (signal?: AbortSignal) => (signal ? AbortSignal.any([signal, stopSignal]) : stopSignal);
+  const self = (): string => (host as { peerId?: { toString(): string } }).peerId?.toString() ?? '';
   let tasks = store.tasks();
   let tasksLoadedAt = Date.now();
 
@@ -144,74 +166,99 @@ export function createCollector(options: CollectorOptions): Collector {
     return r ? trustOf({ ...r, samples: 0 }).suspect : false;
   };
 
+  /** The claims of a sample id when they disagree (every side is then audited, whatever its reward), else null. */
+  const contested = (id: string): Claim[] | null => {
+    const claims = store.claimsOf(id);
+    return claims.length > 1 && !claimsAgree(claims.map((c) => c.digest)) ? claims : null;
+  };
+
   // ---- audits: one at a time (a sandbox run is CPU-heavy) ----
-  const auditQueue: Digest[] = [];
+  const auditQueue: SignedDigest[] = [];
   const auditQueued = new Set<string>();
   let auditing: Promise<void> | null = null;
 
   const wantsAudit = (d: Digest): boolean =>
     auditor !== null &&
-    d.reward >= minReward &&
-    (selectedForAudit(d.sampleId, auditFraction) || suspect(d.origin));
+    (selectedForAudit(d.sampleId, auditFraction) || suspect(d.origin) || contested(d.sampleId) !== null);
 
-  const queueAudit = (d: Digest) => {
-    const key = `${d.origin}#${d.seq}`;
-    if (auditQueued.has(key)) return;
-    auditQueued.add(key);
+  const queueAudit = (d: SignedDigest) => {
+    if (!auditor || !taskOf(d.taskId) || auditQueued.has(rowKey(d))) return;
+    auditQueued.add(rowKey(d));
     auditQueue.push(d);
     auditing ??= runAudits().finally(() => {
       auditing = null;
     });
   };
 
+  /** A new claim of a sample id others claimed differently: the claims held with bodies are audited now. */
+  const auditContested = (added: readonly SignedDigest[]) => {
+    if (!auditor) return;
+    for (const d of added)
+      for (const c of contested(d.sampleId) ?? [])
+        if (c.bodyState === 'ok' && c.audit === 'none') queueAudit(c.digest);
+  };
+
+  async function auditOne(d: SignedDigest): Promise<void> {
+    const s = store.sample(d.origin, d.seq);
+    const task = taskOf(d.taskId);
+    if (!s?.body || s.audit !== 'none' || !task) return;
+    let result: { reward: number } | null;
+    try {
+      result = await auditor!.audit(task, s.body, stopSignal);
+    } catch (err) {
+      if (!stopSignal.aborted) log.warn(`audit of ${d.sampleId} failed to run: ${(err as Error).message}`);
+      return;
+    }
+    if (!result) return;
+    stats.audits++;
+    const passed = Math.abs(result.reward - d.reward) <= 1e-9;
+    store.recordAudit(d, passed, result.reward);
+    if (passed) return;
+    stats.auditFailures++;
+    const n = store.quarantineOrigin(d.origin);
+    log.warn(
+      `audit: ${d.origin} claimed reward ${d.reward} for ${d.sampleId} (task ${d.taskId}), the re-score gave ${result.reward}; ${n} of its samples quarantined until re-verified`,
+    );
+    // A suspect origin gets every sample audited, whatever reward it claimed.
+    for (const other of store.unaudited()) if (other.origin === d.origin) queueAudit(other);
+  }
+
   async function runAudits(): Promise<void> {
     while (auditQueue.length > 0 && !stopSignal.aborted) {
       const d = auditQueue.shift()!;
-      auditQueued.delete(`${d.origin}#${d.seq}`);
-      const s = store.sample(d.origin, d.seq);
-      if (!s?.body || s.audit !== 'none') continue;
-      const task = taskOf(d.taskId);
-      if (!task) continue;
-      let result: { reward: number } | null;
-      try {
-        result = await auditor!.audit(task, s.body, stopSignal);
-      } catch (err) {
-        if (!stopSignal.aborted) log.warn(`audit of ${d.sampleId} failed to run: ${(err as Error).message}`);
-        continue;
-      }
-      if (!result) continue;
-      stats.audits++;
-      const passed = Math.abs(result.reward - d.reward) <= 1e-9;
-      store.recordAudit(d, passed, result.reward);
-      if (!passed) {
-        stats.auditFailures++;
-        const n = store.quarantineOrigin(d.origin);
-        log.warn(
-          `audit: ${d.origin} claimed reward ${d.reward} for ${d.sampleId} (task ${d.taskId}), the re-score gave ${result.reward}; ${n} of its samples quarantined until re-verified`,
-        );
-        // A suspect origin gets every verified sample audited.
-        for (const other of store.unaudited(minReward)) if (other.origin === d.origin) queueAudit(other);
-      }
+      auditQueued.delete(rowKey(d));
+      await auditOne(d);
     }
   }
 
   // ---- bodies ----
-  const queued = new Map<string, Digest>();
+  const queued = new Map<string, SignedDigest>();
   let flushTimer: NodeJS.Timeout | null = null;
   let flushing: Promise<void> | null = null;
+  /** Peers whose /vtnode/log/2 index listed an origin: they hold (some of) its rows. */
+  const holders = new Map<string, Set<string>>();
+
+  /** Stores digests (one transaction); returns the new ones. */
+  const addDigests = (digests: readonly SignedDigest[], from: string): SignedDigest[] => {
+    const results = store.addDigests(digests);
+    const added = digests.filter((d, i) => {
+      if (results[i] === 'conflict')
+        log.warn(
+          `${d.origin} signed two different digests for seq ${d.seq} or sample ${d.sampleId} (via ${from})`,
+        );
+      return results[i] === 'new';
+    });
+    auditContested(added);
+    return added;
+  };
 
   const scheduleFlush = () => {
     if (flushTimer || stopSignal.aborted) return;
     flushTimer = setTimeout(() => {
       flushTimer = null;
       // Gossiped digests are stored in one transaction per batch (a durable commit each would cost a flush each).
-      const incoming = [...queued.values()];
+      const batch = addDigests([...queued.values()], 'gossip');
       queued.clear();
-      const results = store.addDigests(incoming);
-      const batch = incoming.filter((d, i) => {
-        if (results[i] === 'conflict') log.warn(`${d.origin} sent two different digests for seq ${d.seq}`);
-        return results[i] === 'new';
-      });
       if (batch.length === 0) return;
       const run: Promise<void> = (flushing ?? Promise.resolve())
         .then(() => fetchAll(batch, stopSignal))
@@ -222,11 +269,14 @@ export function createCollector(options: CollectorOptions): Collector {
     }, fetchDelayMs);
   };
 
-  /** Checks a body against its digest: null when it matches, else why (and the rejection is recorded). */
-  const check = (d: Digest, reply: SampleReply, from: string): string | null => {
+  /**
+   * Checks a body served for a digest's (origin, seq): null when it matches, else why. A mismatch is a
+   * lie by whoever served it: the origin (its body is rejected) or another holder (a conflict against it).
+   */
+  const check = (d: SignedDigest, reply: SampleReply, from: string): string | null => {
     const why = bodyMismatch(d, reply);
     if (why) {
-      log.warn(`rejected the body of ${d.sampleId} from ${from}: ${why}`);
+      log.warn(`rejected the body of ${rowKey(d)} (sample ${d.sampleId}) from ${from}: ${why}`);
       if (from === d.origin) store.rejectBody(d);
       else store.noteConflict(from);
     }
@@ -234,114 +284,138 @@ export function createCollector(options: CollectorOptions): Collector {
   };
 
   /** Fetches the bodies of digests: from their origin first, then from other holders. */
-  async function fetchAll(digests: Digest[], signal: AbortSignal): Promise<void> {
-    const byOrigin = new Map<string, Digest[]>();
+  async function fetchAll(digests: readonly SignedDigest[], signal: AbortSignal): Promise<void> {
+    const byOrigin = new Map<string, SignedDigest[]>();
     for (const d of digests) {
       const list = byOrigin.get(d.origin) ?? [];
       list.push(d);
       byOrigin.set(d.origin, list);
     }
-    const jobs: (() => Promise<void>)[] = [];
+    const jobs: [string, SignedDigest[]][] = [];
     for (const [origin, list] of byOrigin)
-      for (let i = 0; i < list.length; i += 64) {
-        const batch = list.slice(i, i + 64);
-        jobs.push(() => fetchBatch(origin, batch, signal));
-      }
-    let next = 0;
-    const worker = async () => {
-      while (next < jobs.length && !signal.aborted) await jobs[next++]!();
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
+      for (let i = 0; i < list.length; i += 64) jobs.push([origin, list.slice(i, i + 64)]);
+    await pool(jobs, concurrency, signal, ([origin, batch]) => fetchBatch(origin, batch, signal));
   }
 
-  async function fetchBatch(origin: string, batch: Digest[], signal: AbortSignal): Promise<void> {
+  /**
+   * Who may hold an origin's rows, in the order asked: the origin while it is a fleet member, peers
+   * that listed the origin in their index, other peers; an origin no longer in the fleet last.
+   */
+  const holdersOf = (origin: string): string[] => {
+    const me = self();
+    const peers = [...options.peers()].sort();
+    const known = [...(holders.get(origin) ?? [])].sort();
+    const others = [...new Set([...known, ...peers])].filter((p) => p !== origin && p !== me);
+    const chosen = others.slice(0, maxOthers);
+    return peers.includes(origin) ? [origin, ...chosen] : [...chosen, origin];
+  };
+
+  async function fetchBatch(origin: string, batch: SignedDigest[], signal: AbortSignal): Promise<void> {
     let missing = batch.filter((d) => store.sample(d.origin, d.seq)?.bodyState === 'pending');
-    const holders = [
-      origin,
-      ...options
-        .peers()
-        .filter((p) => p !== origin && p !== selfId())
-        .slice(0, maxOthers),
-    ];
-    for (const holder of holders) {
+    for (const holder of holdersOf(origin)) {
       if (missing.length === 0 || signal.aborted) return;
       let replies: SampleReply[];
       try {
-        replies = await fetchBodies(
-          host,
-          holder,
-          missing.map((d) => d.sampleId),
-          { signal },
-        );
+        replies = await fetchBodies(host, holder, missing, { signal });
       } catch (err) {
         stats.fetchErrors++;
         log('fetching %d bodies from %s failed: %s', missing.length, holder, (err as Error).message);
         continue;
       }
-      const byId = new Map(missing.map((d) => [d.sampleId, d]));
-      const got = new Set<string>();
-      const accepted: { digest: Digest; body: SampleBody }[] = [];
+      const byKey = new Map(missing.map((d) => [rowKey(d), d]));
+      const settled = new Set<string>();
+      const accepted: { digest: SignedDigest; body: SampleBody }[] = [];
       for (const reply of replies) {
-        const d = byId.get(reply.body.sampleId);
+        // fetchBodies returns only rows asked for: each reply claims exactly one digest's row.
+        const d = byKey.get(rowKey(reply));
         if (!d) continue;
         if (check(d, reply, holder) === null) {
           accepted.push({ digest: d, body: reply.body });
-          got.add(d.sampleId);
-        } else if (holder === origin) got.add(d.sampleId); // rejected by its origin: not asked again
+          settled.add(rowKey(d));
+        } else if (holder === origin) settled.add(rowKey(d)); // rejected by its origin: not asked again
       }
       // One transaction per reply: a durable commit per body would cost a disk flush each.
       store.putBodies(accepted);
-      for (const { digest } of accepted) if (wantsAudit(digest) && taskOf(digest.taskId)) queueAudit(digest);
-      missing = missing.filter((d) => !got.has(d.sampleId));
+      for (const { digest } of accepted) if (wantsAudit(digest)) queueAudit(digest);
+      missing = missing.filter((d) => !settled.has(rowKey(d)));
     }
   }
 
-  const selfId = (): string => {
-    const h = host as unknown as { peerId?: { toString(): string } };
-    return h.peerId?.toString() ?? '';
-  };
-
   // ---- catch-up ----
-  async function catchUpWith(peer: string, signal: AbortSignal): Promise<number> {
-    let after = store.highWater(peer);
+  /** `${peer}\n${origin}` → the summaryKey of the state last pulled from that peer. */
+  const pulled = new Map<string, string>();
+
+  /** Pulls one origin's digests after our high-water mark from one peer (the origin or any holder). */
+  async function pull(peer: string, origin: string, signal: AbortSignal): Promise<number> {
+    let after = store.highWater(origin);
     let added = 0;
     for (;;) {
-      const page = await fetchDigests(host, peer, after, MAX_LOG_DIGESTS_PER_FRAME, { signal });
-      const own = page.digests.filter((d) => d.origin === peer);
-      if (own.length < page.digests.length) {
-        // A node's log serves only its own digests; anything else is forged.
+      const page = await fetchDigests(host, peer, origin, after, MAX_LOG_DIGESTS_PER_FRAME, { signal });
+      const { valid, forged } = checkRelayed(origin, page.digests);
+      added += addDigests(valid, peer).length;
+      if (forged.length > 0) {
+        // Every digest carries its origin's signature: a bad one is the relayer's doing.
         store.noteConflict(peer);
         log.warn(
-          `${peer} served ${page.digests.length - own.length} digests of other origins on /vtnode/log/1; ignored`,
+          `${peer} served ${forged.length} forged digests for ${origin} on /vtnode/log/2 (${forged[0]!.why}); ignored, and no more asked of it`,
         );
+        break;
       }
-      for (const [i, r] of store.addDigests(own).entries()) {
-        if (r === 'new') added++;
-        else if (r === 'conflict') log.warn(`${peer} sent two different digests for seq ${own[i]!.seq}`);
-      }
-      const last = page.digests.at(-1)?.seq ?? after;
-      if (page.digests.length === 0 || last <= after || last >= page.highWater) break;
+      const last = Math.max(after, ...page.digests.map((d) => d.seq));
+      if (page.digests.length < MAX_LOG_DIGESTS_PER_FRAME || last <= after) break;
       after = last;
     }
     return added;
   }
 
+  /** Every peer's index of origins (peers that run no log server, or fail, are left out). */
+  async function indices(signal: AbortSignal): Promise<Map<string, OriginSummary[]>> {
+    const me = self();
+    const out = new Map<string, OriginSummary[]>();
+    await Promise.all(
+      options
+        .peers()
+        .filter((p) => p !== me)
+        .map(async (peer) => {
+          try {
+            const list = await fetchOrigins(host, peer, { signal });
+            out.set(peer, list);
+            for (const s of list) {
+              const set = holders.get(s.origin) ?? new Set<string>();
+              set.add(peer);
+              holders.set(s.origin, set);
+            }
+          } catch (err) {
+            log('asking %s for its origins failed: %s', peer, (err as Error).message);
+          }
+        }),
+    );
+    return out;
+  }
+
+  /** Pulls every origin from the peers that may hold digests we lack, origins in parallel. */
+  async function pullAll(signal: AbortSignal): Promise<void> {
+    const plan = [...planCatchUp(await indices(signal), (o) => store.highWater(o), pulled)];
+    await pool(plan, concurrency, signal, async ([origin, sources]) => {
+      for (const { peer, summary } of sources) {
+        const key = `${peer}\n${origin}`;
+        if (!worthPulling(store.highWater(origin), summary, pulled.get(key))) continue;
+        try {
+          const n = await pull(peer, origin, signal);
+          pulled.set(key, summaryKey(summary));
+          if (n > 0) log('caught up %d digests of %s from %s', n, origin, peer);
+        } catch (err) {
+          log('catch-up of %s from %s failed: %s', origin, peer, (err as Error).message);
+        }
+      }
+    });
+  }
+
   let catchingUp: Promise<void> | null = null;
   const catchUp = (signal?: AbortSignal): Promise<void> => {
     catchingUp ??= (async () => {
-      const sig = signal ? AbortSignal.any([signal, stopSignal]) : stopSignal;
-      const peers = options.peers().filter((p) => p !== selfId());
-      await Promise.all(
-        peers.map(async (peer) => {
-          try {
-            const n = await catchUpWith(peer, sig);
-            if (n > 0) log('caught up %d digests from %s', n, peer);
-          } catch (err) {
-            // Not every peer runs a worker log (a submitter, another collector): that is fine.
-            log('catch-up with %s failed: %s', peer, (err as Error).message);
-          }
-        }),
-      );
+      const sig = withStop(signal);
+      await pullAll(sig);
       await fetchPending(sig);
     })().finally(() => {
       catchingUp = null;
@@ -350,12 +424,10 @@ export function createCollector(options: CollectorOptions): Collector {
   };
 
   const fetchPending = async (signal?: AbortSignal): Promise<void> => {
-    const sig = signal ? AbortSignal.any([signal, stopSignal]) : stopSignal;
     const pending = store.pending();
-    if (pending.length > 0) await fetchAll(pending, sig);
+    if (pending.length > 0) await fetchAll(pending, withStop(signal));
     // Bodies fetched before a restart whose audit never ran.
-    if (auditor)
-      for (const d of store.unaudited(minReward)) if (wantsAudit(d) && taskOf(d.taskId)) queueAudit(d);
+    if (auditor) for (const d of store.unaudited()) if (wantsAudit(d)) queueAudit(d);
   };
 
   let timer: NodeJS.Timeout | null = null;
@@ -363,7 +435,7 @@ export function createCollector(options: CollectorOptions): Collector {
   return {
     onDigest(d) {
       if (stopSignal.aborted) return;
-      queued.set(`${d.origin}#${d.seq}`, d);
+      queued.set(rowKey(d), d);
       scheduleFlush();
     },
     catchUp,

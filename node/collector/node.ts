@@ -1,9 +1,9 @@
 import { writeFile } from 'node:fs/promises';
-import type { Digest } from '../../protocol/digest.ts';
+import type { SignedDigest } from '../../protocol/digest.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { createDigestGossip } from '../digests/gossip.ts';
-import { createSampleServer } from '../digests/servers.ts';
+import { createLogServer, createSampleServer } from '../digests/servers.ts';
 import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
 import type { OriginCheck } from '../membership/service.ts';
@@ -30,7 +30,7 @@ export interface CollectorNodeOptions {
   tasks?: readonly Task[];
   /** Reward at or above which a sample is verified (default 1). */
   minReward?: number;
-  /** Share of verified samples re-scored (default 0.05). */
+  /** Share of samples re-scored, whatever their claimed reward (default 0.05). */
   auditFraction?: number;
   /** The sandbox scorer for audits; null = no audits. */
   scorer?: Scorer | null;
@@ -57,8 +57,9 @@ export interface CollectorNode {
 }
 
 /**
- * Runs the collector role on a node: digest gossip in, bodies fetched and served (/vtnode/sample/1
- * from the dataset, so other collectors can fetch from here), periodic catch-up, audits.
+ * Runs the collector role on a node: digest gossip in, bodies fetched, periodic catch-up, audits;
+ * and the dataset served (/vtnode/sample/2 bodies, /vtnode/log/2 every origin's signed digests), so
+ * a collector that starts later converges even on origins that are gone.
  */
 export async function startCollectorNode(options: CollectorNodeOptions): Promise<CollectorNode> {
   const log = logger('vtnode:collector:node');
@@ -71,16 +72,19 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     host: fleet.host,
     peers: () => [...new Set(fleet.peers())].filter((p) => p !== self).sort(),
     store,
-    minReward: options.minReward ?? 1,
     auditFraction: options.auditFraction ?? 0.05,
     auditor: options.scorer ? scorerAuditor(options.scorer, options.workspaces ?? new Map()) : null,
     catchUpIntervalMs: options.catchUpIntervalMs ?? 30_000,
   });
-  const server = await createSampleServer({ host: fleet.host, source: store });
+  // Other collectors fetch from here: the bodies held, and every origin's signed digests.
+  const servers = [
+    await createSampleServer({ host: fleet.host, source: store }),
+    await createLogServer({ host: fleet.host, source: store }),
+  ];
   const gossip = createDigestGossip({
     host: fleet.host,
     fleetId: fleet.fleetId,
-    onDigest: (d: Digest) => collector.onDigest(d),
+    onDigest: (d: SignedDigest) => collector.onDigest(d),
     ...(fleet.members ? { members: fleet.members } : {}),
   });
   collector.start();
@@ -120,7 +124,7 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
         clearInterval(timer);
         gossip.stop();
         await collector.stop();
-        await server.stop().catch(() => {});
+        for (const server of servers) await server.stop().catch(() => {});
         await writeStatus();
         final = status();
         store.close();

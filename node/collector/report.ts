@@ -1,5 +1,6 @@
+import { type Resolution, resolveAll } from './claims.ts';
 import { passAtK } from './passk.ts';
-import type { StoredSample } from './store.ts';
+import type { AuditState, BodyState, StoredSample } from './store.ts';
 
 /** One model's line of the eval table (seed §9.2). */
 export interface ModelReport {
@@ -24,14 +25,33 @@ export interface ModelReport {
   tokensPerSecond: number | null;
   /** Cached prompt tokens over all prompt tokens. */
   cacheHitRate: number | null;
-  /** Samples whose claimed reward an audit contradicted (counted with the audited reward). */
+  /** Claims whose reward an audit contradicted (the claim drops out; a sample every claim of which failed counts with the audited reward). */
   auditFailures: number;
+  /** Sample ids left out of pass@k: their origins claim different rewards and no audit settled it. */
+  disputed: number;
+}
+
+/** A sample id whose claims disagree on the reward (or task, model, split): left out of pass@k. */
+export interface DisputedSample {
+  sampleId: string;
+  /** Every claim, ordered by origin. */
+  claims: {
+    origin: string;
+    seq: number;
+    taskId: string;
+    model: string;
+    reward: number;
+    bodyState: BodyState;
+    audit: AuditState;
+  }[];
 }
 
 export interface Report {
   split: 'train' | 'eval' | 'all';
   minReward: number;
   models: ModelReport[];
+  /** Sample ids left out of pass@k because their claims disagree, ordered by sample id. */
+  disputed: DisputedSample[];
 }
 
 export interface ReportOptions {
@@ -45,44 +65,71 @@ export interface ReportOptions {
 
 const round = (x: number) => Math.round(x * 1e6) / 1e6;
 
+/** A counted sample: the claim that stands for it and the reward pass@k counts. */
+interface Counted {
+  sample: StoredSample;
+  reward: number;
+  /** Claims of the sample id an audit contradicted. */
+  auditFailures: number;
+}
+
+const inSplit = (split: ReportOptions['split'], r: Resolution) =>
+  !split || (r.chosen ? r.chosen.digest.split === split : r.claims.some((c) => c.digest.split === split));
+
 /**
- * Per-model pass rates over every scored sample of a dataset (verified or not): one sample per
- * sample id (the first origin by id), the audited reward where an audit contradicted the claim.
+ * Per-model pass rates over every scored sample of a dataset (verified or not): one per sample id,
+ * claims of several origins resolved by node/collector/claims.ts (agreeing claims count once, an
+ * audit-contradicted claim drops out, disagreeing claims leave pass@k and are listed as disputed).
  */
 export function buildReport(samples: readonly StoredSample[], options: ReportOptions = {}): Report {
   const minReward = options.minReward ?? 1;
-  const seen = new Set<string>();
-  const byModel = new Map<string, StoredSample[]>();
-  const sorted = [...samples].sort(
-    (a, b) =>
-      a.digest.sampleId.localeCompare(b.digest.sampleId) || a.digest.origin.localeCompare(b.digest.origin),
-  );
-  for (const s of sorted) {
-    if (options.split && s.digest.split !== options.split) continue;
-    if (seen.has(s.digest.sampleId)) continue;
-    seen.add(s.digest.sampleId);
-    const list = byModel.get(s.digest.model) ?? [];
-    list.push(s);
-    byModel.set(s.digest.model, list);
+  const byModel = new Map<string, Counted[]>();
+  const disputedByModel = new Map<string, number>();
+  const disputed: DisputedSample[] = [];
+  for (const r of resolveAll(samples)) {
+    if (!inSplit(options.split, r)) continue;
+    if (r.reward === null || !r.chosen) {
+      if (!r.disputed) continue;
+      disputed.push({
+        sampleId: r.sampleId,
+        claims: r.claims.map((c) => ({
+          origin: c.digest.origin,
+          seq: c.digest.seq,
+          taskId: c.digest.taskId,
+          model: c.digest.model,
+          reward: c.digest.reward,
+          bodyState: c.bodyState,
+          audit: c.audit,
+        })),
+      });
+      for (const model of new Set(r.claims.map((c) => c.digest.model)))
+        disputedByModel.set(model, (disputedByModel.get(model) ?? 0) + 1);
+      continue;
+    }
+    const model = r.chosen.digest.model;
+    const list = byModel.get(model) ?? [];
+    list.push({
+      sample: r.chosen,
+      reward: r.reward,
+      auditFailures: r.claims.filter((c) => c.audit === 'failed').length,
+    });
+    byModel.set(model, list);
   }
   const models: ModelReport[] = [];
   for (const [model, list] of [...byModel].sort(([a], [b]) => a.localeCompare(b))) {
-    const rewardOf = (s: StoredSample) =>
-      s.audit === 'failed' && s.auditReward !== null ? s.auditReward : s.digest.reward;
     const perTask = new Map<string, { n: number; c: number }>();
     let rewardSum = 0;
-    for (const s of list) {
-      const t = perTask.get(s.digest.taskId) ?? { n: 0, c: 0 };
+    for (const { sample, reward } of list) {
+      const t = perTask.get(sample.digest.taskId) ?? { n: 0, c: 0 };
       t.n++;
-      const r = rewardOf(s);
-      if (r >= minReward) t.c++;
-      rewardSum += r;
-      perTask.set(s.digest.taskId, t);
+      if (reward >= minReward) t.c++;
+      rewardSum += reward;
+      perTask.set(sample.digest.taskId, t);
     }
     const counts = [...perTask.values()];
     const k = options.k ?? Math.max(1, Math.min(...counts.map((t) => t.n)));
     const eligible = counts.filter((t) => t.n >= k);
-    const bodies = list.flatMap((s) => (s.body ? [s.body] : []));
+    const bodies = list.flatMap(({ sample }) => (sample.body ? [sample.body] : []));
     // Servers that report no cached count are left out of the cache-hit rate.
     const counted = bodies.filter((b) => b.generation.usage.cached !== null);
     const prompt = counted.reduce((a, b) => a + b.generation.usage.prompt, 0);
@@ -107,8 +154,9 @@ export function buildReport(samples: readonly StoredSample[], options: ReportOpt
         ? round(bodies.reduce((a, b) => a + b.generation.tokensPerSecond, 0) / bodies.length)
         : null,
       cacheHitRate: prompt > 0 ? round(cached / prompt) : null,
-      auditFailures: list.filter((s) => s.audit === 'failed').length,
+      auditFailures: list.reduce((a, c) => a + c.auditFailures, 0),
+      disputed: disputedByModel.get(model) ?? 0,
     });
   }
-  return { split: options.split ?? 'all', minReward, models };
+  return { split: options.split ?? 'all', minReward, models, disputed };
 }

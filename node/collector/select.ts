@@ -1,5 +1,6 @@
 import type { SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
+import { resolveAll } from './claims.ts';
 import { normalisedHash, type StoredSample } from './store.ts';
 
 /** Why a stored sample is not a training row. */
@@ -11,6 +12,7 @@ export type Exclusion =
   | 'audit-failed'
   | 'rescore-failed'
   | 'same-sample-other-origin'
+  | 'disputed'
   | 'duplicate';
 
 /** A verified, audited-or-trusted, de-duplicated sample with its task: one training row. */
@@ -37,11 +39,24 @@ const order = (a: StoredSample, b: StoredSample) =>
   a.digest.sampleId.localeCompare(b.digest.sampleId) ||
   a.digest.origin.localeCompare(b.digest.origin);
 
+/** Why a claim is not a training row (before de-duplication), or null. */
+function exclusion(s: StoredSample, task: Task | undefined, minReward: number): Exclusion | null {
+  if (!s.body) return 'no-body';
+  if (!task) return 'no-task';
+  if (s.digest.reward < minReward) return 'not-verified';
+  if (s.audit === 'failed') return 'audit-failed';
+  if (s.quarantined) return 'quarantined';
+  if (s.rescore && s.rescore.reward < minReward) return 'rescore-failed';
+  return null;
+}
+
 /**
  * Picks the training rows of a dataset, deterministically (the same samples give the same rows
- * whatever order they arrived in): verified (reward ≥ minReward) with a verified body, not
- * quarantined, not failed by an audit or by the latest rescore, with a known task; one per sample id
- * (the first origin by id when two workers produced it); one per task and whitespace-normalised text.
+ * whatever order they arrived in): one per sample id, claims of several origins resolved by
+ * claims.ts (agreeing claims are one row; claims that contest each other's reward or candidate are
+ * left out as `disputed` until audits settle them); then verified (reward ≥ minReward) with a
+ * verified body, not quarantined, not failed by an audit or by the latest rescore, with a known
+ * task; one per task and whitespace-normalised text.
  */
 export function selectRows(
   samples: readonly StoredSample[],
@@ -56,53 +71,38 @@ export function selectRows(
     'audit-failed': 0,
     'rescore-failed': 0,
     'same-sample-other-origin': 0,
+    disputed: 0,
     duplicate: 0,
   };
   const missing = new Set<string>();
+  for (const s of samples) if (!tasks.has(s.digest.taskId)) missing.add(s.digest.taskId);
+  const chosen: StoredSample[] = [];
+  for (const r of resolveAll(samples)) {
+    if (r.chosen && r.exportable) {
+      chosen.push(r.chosen);
+      excluded['same-sample-other-origin'] += r.claims.length - 1;
+    } else if (r.disputed) excluded.disputed += r.claims.length;
+    else
+      for (const c of r.claims) excluded[exclusion(c, tasks.get(c.digest.taskId), minReward) ?? 'no-body']++;
+  }
   const rows: VerifiedRow[] = [];
   const failed: VerifiedRow[] = [];
-  const seenIds = new Set<string>();
   const seenText = new Set<string>();
   const seenFailedText = new Set<string>();
-  for (const s of [...samples].sort(order)) {
-    const d = s.digest;
-    const task = tasks.get(d.taskId);
-    if (!task) missing.add(d.taskId);
-    if (!s.body) {
-      excluded['no-body']++;
-      continue;
-    }
-    if (!task) {
-      excluded['no-task']++;
-      continue;
-    }
-    if (d.reward < minReward) {
-      excluded['not-verified']++;
-      const key = `${d.taskId}\n${normalisedHash(s.body.candidate)}`;
+  for (const s of chosen.sort(order)) {
+    const task = tasks.get(s.digest.taskId);
+    const why = exclusion(s, task, minReward);
+    if (why) excluded[why]++;
+    if (!task || !s.body) continue;
+    const key = `${s.digest.taskId}\n${normalisedHash(s.body.candidate)}`;
+    if (why === 'not-verified') {
       if (!s.quarantined && s.audit !== 'failed' && !seenFailedText.has(key)) {
         seenFailedText.add(key);
         failed.push({ task, sample: s, body: s.body });
       }
       continue;
     }
-    if (s.audit === 'failed') {
-      excluded['audit-failed']++;
-      continue;
-    }
-    if (s.quarantined) {
-      excluded.quarantined++;
-      continue;
-    }
-    if (s.rescore && s.rescore.reward < minReward) {
-      excluded['rescore-failed']++;
-      continue;
-    }
-    if (seenIds.has(d.sampleId)) {
-      excluded['same-sample-other-origin']++;
-      continue;
-    }
-    seenIds.add(d.sampleId);
-    const key = `${d.taskId}\n${normalisedHash(s.body.candidate)}`;
+    if (why) continue;
     if (seenText.has(key)) {
       excluded.duplicate++;
       continue;

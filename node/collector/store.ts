@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, sha256Hex } from '../../protocol/canonical.ts';
-import type { Digest } from '../../protocol/digest.ts';
-import type { SampleReply } from '../../protocol/fetch.ts';
+import type { Digest, SignedDigest } from '../../protocol/digest.ts';
+import type { OriginSummary, SampleKey, SampleReply } from '../../protocol/fetch.ts';
 import { parseJsonWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
 import { Task } from '../../protocol/task.ts';
@@ -23,9 +23,10 @@ export type BodyState = 'pending' | 'ok' | 'rejected';
 /** Outcome of a collector's re-score of a sample. */
 export type AuditState = 'none' | 'passed' | 'failed';
 
-/** One scored sample in the dataset: its digest and what the collector knows about it. */
+/** One scored sample in the dataset: its signed digest and what the collector knows about it. */
 export interface StoredSample {
-  digest: Digest;
+  /** As its origin signed it (`sig` is '' only for rows of a dataset from before digests were signed). */
+  digest: SignedDigest;
   bodyState: BodyState;
   /** The body (candidate included) once fetched and verified. */
   body: SampleBody | null;
@@ -48,8 +49,20 @@ export interface OriginRecord {
   auditFailures: number;
   /** Bodies the origin served that did not match its own digest. */
   rejectedBodies: number;
-  /** Two different digests for one seq: the origin contradicted itself. */
+  /**
+   * Provable misbehaviour other than bodies and audits: two different signed digests for one seq (or
+   * one sample id under two seqs) from this origin, or, for a node that served others' data, digests
+   * it relayed with a bad signature and bodies it served under a row's (origin, seq) that do not
+   * match that row's digest.
+   */
   conflicts: number;
+}
+
+/** A claim of one sample id, without its body (see DatasetStore.claimsOf). */
+export interface Claim {
+  digest: SignedDigest;
+  bodyState: BodyState;
+  audit: AuditState;
 }
 
 /** Result of adding a digest. */
@@ -58,16 +71,21 @@ export type AddResult = 'new' | 'known' | 'conflict';
 /** The dataset dir: a node:sqlite index plus content-addressed candidate texts. */
 export interface DatasetStore {
   readonly dir: string;
-  /** Adds a digest (idempotent); `conflict` when the origin already sent another digest for that seq. */
-  addDigest(digest: Digest): AddResult;
+  /**
+   * Adds a signed digest (callers verify the signature first; idempotent); `conflict` when the origin
+   * already signed another digest for that seq, or the same sample id under another seq.
+   */
+  addDigest(digest: SignedDigest): AddResult;
   /** Adds digests in one transaction (a catch-up page); results in order. */
-  addDigests(digests: readonly Digest[]): AddResult[];
+  addDigests(digests: readonly SignedDigest[]): AddResult[];
   /** Highest contiguous seq held from an origin (0 = none). */
   highWater(origin: string): number;
   /** Samples whose bodies are still wanted, ordered by origin then seq. */
-  pending(limit?: number): Digest[];
+  pending(limit?: number): SignedDigest[];
   /** The stored digest of (origin, sample id). */
-  digest(origin: string, sampleId: string): Digest | undefined;
+  digest(origin: string, sampleId: string): SignedDigest | undefined;
+  /** Every origin's claim of one sample id (ordered by origin), bodies not read. */
+  claimsOf(sampleId: string): Claim[];
   /** Stores a verified body for its digest (callers check it against the digest first). */
   putBody(digest: Digest, body: SampleBody): void;
   /** Stores verified bodies in one transaction. */
@@ -89,16 +107,20 @@ export interface DatasetStore {
   origins(): OriginRecord[];
   /** One origin's record (without reading its samples), or undefined. */
   origin(origin: string): Omit<OriginRecord, 'samples'> | undefined;
-  /** Digests with a verified body, claimed reward ≥ minReward and no audit yet (no body is read). */
-  unaudited(minReward: number): Digest[];
+  /** Digests with a verified body and no audit yet, whatever their reward (no body is read). */
+  unaudited(): SignedDigest[];
   /** Adds or replaces tasks (by id). */
   putTasks(tasks: readonly Task[]): number;
   tasks(): Map<string, Task>;
   /** A dataset setting (min reward, ...). */
   getMeta(key: string): string | undefined;
   setMeta(key: string, value: string): void;
-  /** Bodies held, for /vtnode/sample/1 (a collector serves what it holds). */
-  getMany(sampleIds: readonly string[]): SampleReply[];
+  /** Verified bodies held of exact (origin, seq) rows, for /vtnode/sample/2 (a collector serves what it holds). */
+  getRows(keys: readonly SampleKey[]): SampleReply[];
+  /** Origins held, ascending by peer id, after `after`, for /vtnode/log/2 (signed digests only). */
+  originSummaries(after: string | undefined, limit: number): OriginSummary[];
+  /** One origin's signed digests after a seq, for /vtnode/log/2 (relayed as the origin signed them). */
+  digestsOf(origin: string, after: number, limit: number): { digests: SignedDigest[]; highWater: number };
   /**
    * Deterministic digest of the dataset's contents (every digest, which bodies are held, audits
    * and quarantine): two collectors that hold the same samples report the same value.
@@ -121,6 +143,7 @@ CREATE TABLE IF NOT EXISTS samples (
   reward REAL NOT NULL,
   content_hash TEXT NOT NULL,
   eval_fingerprint TEXT NOT NULL,
+  sig TEXT NOT NULL DEFAULT '',
   body_state TEXT NOT NULL DEFAULT 'pending',
   body_meta TEXT,
   norm_hash TEXT,
@@ -152,6 +175,7 @@ interface Row {
   reward: number;
   content_hash: string;
   eval_fingerprint: string;
+  sig: string;
   body_state: string;
   body_meta: string | null;
   norm_hash: string | null;
@@ -168,16 +192,28 @@ export function openDatasetStore(dir: string): DatasetStore {
   mkdirSync(join(dir, BODIES_DIR), { recursive: true });
   const db = openDatabase(join(dir, DATASET_DB));
   db.exec(SCHEMA);
+  // A dataset from before digests were signed: its rows keep sig '' and are never relayed.
+  const columns = db.prepare('PRAGMA table_info(samples)').all() as { name: string }[];
+  if (!columns.some((c) => c.name === 'sig'))
+    db.exec("ALTER TABLE samples ADD COLUMN sig TEXT NOT NULL DEFAULT ''");
 
   const q = {
     get: db.prepare('SELECT * FROM samples WHERE origin = ? AND seq = ?'),
     byOriginId: db.prepare('SELECT * FROM samples WHERE origin = ? AND sample_id = ?'),
-    byId: db.prepare(
-      "SELECT * FROM samples WHERE sample_id = ? AND body_state = 'ok' ORDER BY origin LIMIT 1",
+    claims: db.prepare(
+      'SELECT origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, body_state, audit FROM samples WHERE sample_id = ? ORDER BY origin, seq',
     ),
     insert: db.prepare(
-      `INSERT INTO samples (origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO samples (origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    summaries: db.prepare(
+      `SELECT s.origin AS origin, o.high_water AS highWater, MAX(s.seq) AS maxSeq, COUNT(*) AS count
+       FROM samples s JOIN origins o ON o.origin = s.origin
+       WHERE s.sig != '' AND s.origin > ? GROUP BY s.origin ORDER BY s.origin LIMIT ?`,
+    ),
+    digestsOf: db.prepare(
+      "SELECT * FROM samples WHERE origin = ? AND seq > ? AND sig != '' ORDER BY seq LIMIT ?",
     ),
     ensureOrigin: db.prepare('INSERT OR IGNORE INTO origins (origin) VALUES (?)'),
     highWater: db.prepare('SELECT high_water FROM origins WHERE origin = ?'),
@@ -204,7 +240,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     ),
     origin: db.prepare('SELECT * FROM origins WHERE origin = ?'),
     unaudited: db.prepare(
-      "SELECT * FROM samples WHERE body_state = 'ok' AND audit = 'none' AND reward >= ? ORDER BY origin, seq",
+      "SELECT * FROM samples WHERE body_state = 'ok' AND audit = 'none' ORDER BY origin, seq",
     ),
     putTask: db.prepare('INSERT OR REPLACE INTO tasks (id, json) VALUES (?, ?)'),
     tasks: db.prepare('SELECT json FROM tasks ORDER BY id'),
@@ -220,7 +256,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     ),
   };
 
-  const toDigest = (r: Row): Digest => ({
+  const toDigest = (r: Pick<Row, keyof Row>): SignedDigest => ({
     v: 1,
     sampleId: r.sample_id,
     taskId: r.task_id,
@@ -231,6 +267,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     evalFingerprint: r.eval_fingerprint,
     origin: r.origin,
     seq: r.seq,
+    sig: r.sig,
   });
 
   const readCandidate = (hash: string): string => readFileSync(join(dir, BODIES_DIR, hexOf(hash)), 'utf8');
@@ -272,7 +309,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     r.content_hash === d.contentHash &&
     r.eval_fingerprint === d.evalFingerprint;
 
-  const add = (d: Digest): AddResult => {
+  const add = (d: SignedDigest): AddResult => {
     q.ensureOrigin.run(d.origin);
     const existing = q.get.get(d.origin, d.seq) as Row | undefined;
     if (existing) {
@@ -296,6 +333,7 @@ export function openDatasetStore(dir: string): DatasetStore {
       d.reward,
       d.contentHash,
       d.evalFingerprint,
+      d.sig,
     );
     advance(d.origin);
     return 'new';
@@ -330,6 +368,13 @@ export function openDatasetStore(dir: string): DatasetStore {
     digest(origin, sampleId) {
       const r = q.byOriginId.get(origin, sampleId) as Row | undefined;
       return r ? toDigest(r) : undefined;
+    },
+    claimsOf(sampleId) {
+      return (q.claims.all(sampleId) as unknown as Row[]).map((r) => ({
+        digest: toDigest(r),
+        bodyState: r.body_state as BodyState,
+        audit: r.audit as AuditState,
+      }));
     },
     putBody(d, body) {
       writeBody(d, body);
@@ -397,8 +442,8 @@ export function openDatasetStore(dir: string): DatasetStore {
         conflicts: Number(r.conflicts),
       };
     },
-    unaudited(minReward) {
-      return (q.unaudited.all(minReward) as unknown as Row[]).map(toDigest);
+    unaudited() {
+      return (q.unaudited.all() as unknown as Row[]).map(toDigest);
     },
     putTasks(tasks) {
       return transaction(db, () => {
@@ -420,16 +465,30 @@ export function openDatasetStore(dir: string): DatasetStore {
     setMeta(key, value) {
       q.setMeta.run(key, value);
     },
-    getMany(sampleIds) {
+    getRows(keys) {
       const out: SampleReply[] = [];
-      for (const id of sampleIds) {
-        const r = q.byId.get(id) as Row | undefined;
-        if (!r) continue;
+      for (const { origin, seq } of keys) {
+        const r = q.get.get(origin, seq) as Row | undefined;
+        if (r?.body_state !== 'ok') continue;
         const s = toSample(r);
+        // A body file damaged on disk is not served (the asker would count it against this node).
         if (s.body && contentHash(s.body.candidate) === s.digest.contentHash)
           out.push({ origin: r.origin, seq: r.seq, body: s.body });
       }
       return out;
+    },
+    originSummaries(after, limit) {
+      return (q.summaries.all(after ?? '', limit) as Record<string, number | string>[]).map((r) => ({
+        origin: String(r.origin),
+        highWater: Number(r.highWater),
+        maxSeq: Number(r.maxSeq),
+        count: Number(r.count),
+      }));
+    },
+    digestsOf(origin, after, limit) {
+      const digests = (q.digestsOf.all(origin, after, limit) as unknown as Row[]).map(toDigest);
+      const hw = (q.highWater.get(origin) as { high_water: number } | undefined)?.high_water ?? 0;
+      return { digests, highWater: hw };
     },
     contentDigest() {
       const h = (q.all.all() as unknown as Row[]).map((r) =>

@@ -5,7 +5,7 @@ import type { OriginRecord } from './store.ts';
 export interface OriginTrust extends OriginRecord {
   /** In (0, 1]: 1 for a node never caught, lower with every failed audit, rejected body or conflict. */
   trust: number;
-  /** Every verified sample of a suspect origin is audited, and its unaudited samples are quarantined. */
+  /** Every sample of a suspect origin is audited, whatever its claimed reward (an audit failure also quarantines its unaudited samples). */
   suspect: boolean;
 }
 

@@ -1,6 +1,6 @@
 import type { DataDir } from '../data-dir.ts';
 
-/** The daemon of a data dir is not running (no control file, or nobody answers). */
+/** The daemon of a data dir is not running (no control file, or its process is gone). */
 export class NoDaemonError extends Error {
   constructor(dataDir: string) {
     super(`no vtnode daemon is running for ${dataDir} (start it with \`vtnode start\`, or pass --data-dir)`);
@@ -8,20 +8,55 @@ export class NoDaemonError extends Error {
   }
 }
 
+/**
+ * The daemon's process is alive but did not answer this call (a loaded machine: a reset
+ * connection, a full listen queue, a call timeout). Transient: ask again.
+ */
+export class DaemonBusyError extends Error {
+  constructor(dataDir: string, cause: Error) {
+    super(`the vtnode daemon of ${dataDir} is running but did not answer: ${cause.message}`, { cause });
+    this.name = 'DaemonBusyError';
+  }
+}
+
 export interface ControlClient {
   call<T = unknown>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<T>;
 }
 
+/** Default time a control call may take before it counts as unanswered. */
+const CALL_TIMEOUT_MS = 30_000;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** Connects to the running daemon of a data dir; throws NoDaemonError when there is none. */
 export async function connectControl(dataDir: DataDir, signal?: AbortSignal): Promise<ControlClient> {
-  let control: Awaited<ReturnType<DataDir['readControl']>>;
-  control = await dataDir.readControl();
-  if (!control) throw new NoDaemonError(dataDir.root);
-  const { port, token } = control;
-  const client: ControlClient = {
+  const control = await dataDir.readControl();
+  // Verify liveness: a stale control.json from a killed daemon must not look like a running one.
+  if (!control || !alive(control.pid)) throw new NoDaemonError(dataDir.root);
+  const { port, token, pid } = control;
+
+  /** What a failed request means: the caller gave up, the daemon is gone, or it is busy. */
+  const failure = (err: Error, callSignal: AbortSignal | undefined): Error => {
+    if (signal?.aborted || callSignal?.aborted) return err;
+    // The process is the authority: a refused connection with the process alive is a daemon
+    // between restarts or starved of CPU, not a missing one.
+    if (!alive(pid)) return new NoDaemonError(dataDir.root);
+    return new DaemonBusyError(dataDir.root, err);
+  };
+
+  return {
     async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, callSignal?: AbortSignal) {
-      const signals = [callSignal ?? AbortSignal.timeout(30_000), ...(signal ? [signal] : [])];
+      const signals = [AbortSignal.timeout(CALL_TIMEOUT_MS), ...[callSignal, signal].filter((s) => !!s)];
       let res: Response;
+      let text: string;
       try {
         res = await fetch(`http://127.0.0.1:${port}${path}`, {
           method,
@@ -29,20 +64,18 @@ export async function connectControl(dataDir: DataDir, signal?: AbortSignal): Pr
           body: body === undefined ? null : JSON.stringify(body),
           signal: AbortSignal.any(signals),
         });
+        text = await res.text();
       } catch (err) {
-        if ((err as Error).name === 'AbortError' || (err as Error).name === 'TimeoutError') throw err;
-        throw new NoDaemonError(dataDir.root);
+        throw failure(err as Error, callSignal);
       }
-      const value = (await res.json().catch(() => ({}))) as T & { error?: string };
+      let value: T & { error?: string };
+      try {
+        value = JSON.parse(text) as T & { error?: string };
+      } catch {
+        value = {} as T & { error?: string };
+      }
       if (!res.ok) throw new Error(`daemon: ${value.error ?? `HTTP ${res.status}`}`);
       return value;
     },
   };
-  // Verify liveness: a stale control.json from a killed daemon must not look like a running one.
-  try {
-    process.kill(control.pid, 0);
-  } catch {
-    throw new NoDaemonError(dataDir.root);
-  }
-  return client;
 }

@@ -1,5 +1,5 @@
 import type { PeerId } from '@libp2p/interface';
-import type { Digest } from '../../protocol/digest.ts';
+import type { SignedDigest } from '../../protocol/digest.ts';
 import { digestTopic } from '../../protocol/topics.ts';
 import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
@@ -12,7 +12,7 @@ export interface DigestGossipOptions {
   /** Fleet id: digests travel on digestTopic(fleetId). */
   fleetId: string;
   /** Called with every valid digest received from another node (not our own publishes). */
-  onDigest?: (digest: Digest) => void;
+  onDigest?: (digest: SignedDigest) => void;
   /** Called when a received digest is rejected by the validator. */
   onReject?: (err: Error, from: string) => void;
   /** Membership: digests count only from members with the worker role. */
@@ -21,7 +21,7 @@ export interface DigestGossipOptions {
 
 export interface DigestGossip {
   /** Publishes one of this node's digests; its origin must be this node. Never throws for a network failure. */
-  publish(digest: Digest): Promise<void>;
+  publish(digest: SignedDigest): Promise<void>;
   /** Digests published and received, digests rejected. */
   counts(): { published: number; received: number; rejected: number; publishFailures: number };
   /** Stops listening (the topic stays subscribed until the host stops, so the mesh keeps relaying). */
@@ -29,8 +29,9 @@ export interface DigestGossip {
 }
 
 /**
- * Digest gossip of one fleet: publishes this node's digests (signed by its key, capped in size)
- * and delivers other nodes' digests that pass the topic validator (schema, cap, origin = signer).
+ * Digest gossip of one fleet: publishes this node's signed digests (the gossip message is signed by
+ * its key too, capped in size) and delivers other nodes' digests that pass the topic validator
+ * (schema, cap, origin = signer, digest signature).
  */
 export function createDigestGossip(options: DigestGossipOptions): DigestGossip {
   const log = logger('vtnode:digests');
@@ -53,7 +54,7 @@ export function createDigestGossip(options: DigestGossipOptions): DigestGossip {
   const onMessage = (evt: CustomEvent) => {
     const msg = evt.detail as { topic: string; type: string; data: Uint8Array; from?: PeerId };
     if (stopped || msg.topic !== topic || msg.type !== 'signed' || !msg.from) return;
-    let digest: Digest;
+    let digest: SignedDigest;
     try {
       digest = decodeDigest(msg.data, msg.from.toString());
     } catch (err) {
@@ -80,7 +81,7 @@ export function createDigestGossip(options: DigestGossipOptions): DigestGossip {
         await pubsub.publish(topic, bytes);
         counts.published++;
       } catch (err) {
-        // Gossip is best effort: collectors catch up over /vtnode/log/1.
+        // Gossip is best effort: collectors catch up over /vtnode/log/2.
         counts.publishFailures++;
         log('publishing digest seq %d failed: %s', digest.seq, (err as Error).message);
       }

@@ -1,10 +1,14 @@
 import type { PeerId } from '@libp2p/interface';
 import { peerIdFromString } from '@libp2p/peer-id';
-import { type Digest, MAX_LOG_DIGESTS_PER_FRAME, MAX_LOG_FRAME_BYTES } from '../../protocol/digest.ts';
+import { MAX_LOG_DIGESTS_PER_FRAME, MAX_LOG_FRAME_BYTES, type SignedDigest } from '../../protocol/digest.ts';
 import {
+  type DigestsReply,
   LogReply,
   LogRequest,
-  MAX_SAMPLE_IDS_PER_REQUEST,
+  MAX_ORIGINS_PER_FRAME,
+  MAX_SAMPLES_PER_REQUEST,
+  type OriginSummary,
+  type SampleKey,
   SampleReply,
   SampleRequest,
 } from '../../protocol/fetch.ts';
@@ -12,40 +16,70 @@ import { MAX_SAMPLE_FRAME_BYTES } from '../../protocol/sample.ts';
 import { LOG_PROTOCOL, SAMPLE_PROTOCOL } from '../../protocol/topics.ts';
 import { logger } from '../logger.ts';
 import { dialFramed, handleFramed, type StreamHost } from '../wire/streams.ts';
+import type { SampleLog } from '../worker/sample-log.ts';
 
 const log = logger('vtnode:digests:servers');
 
-/** Something that holds sample bodies: a worker's sample log, a collector's dataset. */
+const keyOf = (k: SampleKey) => `${k.origin}#${k.seq}`;
+
+/** Something that holds sample bodies by (origin, seq): a worker's sample log, a collector's dataset. */
 export interface BodySource {
-  /** Held samples by id, in the order asked, skipping unknown ids. */
-  getMany(sampleIds: readonly string[]): SampleReply[];
+  /** The rows held among `keys`, in the order asked, skipping rows not held. */
+  getRows(keys: readonly SampleKey[]): SampleReply[];
 }
 
-/** Bodies from several sources (a node that is both worker and collector): the first that holds an id wins. */
-export function combineSources(...sources: BodySource[]): BodySource {
+/** A worker's sample log as a body source: it holds its own rows only. */
+export function logBodies(sampleLog: Pick<SampleLog, 'origin' | 'bySeq'>): BodySource {
   return {
-    getMany(sampleIds) {
-      const found = new Map<string, SampleReply>();
-      for (const source of sources) {
-        const wanted = sampleIds.filter((id) => !found.has(id));
-        if (wanted.length === 0) break;
-        for (const r of source.getMany(wanted)) found.set(r.body.sampleId, r);
-      }
-      return sampleIds.flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
+    getRows(keys) {
+      const seqs = keys.filter((k) => k.origin === sampleLog.origin).map((k) => k.seq);
+      return sampleLog.bySeq(seqs).map((s) => ({ origin: s.origin, seq: s.seq, body: s.body }));
     },
   };
 }
 
-/** Something that holds this node's own digests by sequence number: a worker's sample log. */
+/** Bodies from several sources (a node that is both worker and collector): the first that holds a row wins. */
+export function combineSources(...sources: BodySource[]): BodySource {
+  return {
+    getRows(keys) {
+      const found = new Map<string, SampleReply>();
+      for (const source of sources) {
+        const wanted = keys.filter((k) => !found.has(keyOf(k)));
+        if (wanted.length === 0) break;
+        for (const r of source.getRows(wanted)) found.set(keyOf(r), r);
+      }
+      return keys.flatMap((k) => (found.has(keyOf(k)) ? [found.get(keyOf(k))!] : []));
+    },
+  };
+}
+
+/** Something that holds signed digests: a worker's sample log (its own), a collector's dataset (every origin's). */
 export interface DigestSource {
-  digestsSince(after: number, limit: number): Digest[];
-  counts(): { highWater: number };
+  /** Origins held, ascending by peer id, those after `after` only, at most `limit`. */
+  originSummaries(after: string | undefined, limit: number): OriginSummary[];
+  /** One origin's signed digests with seq greater than `after`, ascending, at most `limit`. */
+  digestsOf(origin: string, after: number, limit: number): { digests: SignedDigest[]; highWater: number };
+}
+
+/** A worker's sample log as a digest source: its own origin only. */
+export function logDigests(sampleLog: Pick<SampleLog, 'origin' | 'digestsSince' | 'counts'>): DigestSource {
+  return {
+    originSummaries(after, limit) {
+      const { samples, highWater } = sampleLog.counts();
+      if (samples === 0 || limit < 1 || (after !== undefined && sampleLog.origin <= after)) return [];
+      return [{ origin: sampleLog.origin, highWater, maxSeq: highWater, count: samples }];
+    },
+    digestsOf(origin, after, limit) {
+      if (origin !== sampleLog.origin) return { digests: [], highWater: 0 };
+      return { digests: sampleLog.digestsSince(after, limit), highWater: sampleLog.counts().highWater };
+    },
+  };
 }
 
 export interface SampleServerOptions {
-  /** Host whose /vtnode/sample/1 streams are served. */
+  /** Host whose /vtnode/sample/2 streams are served. */
   host: StreamHost;
-  /** Where bodies come from (a SampleLog fits). */
+  /** Where bodies come from (logBodies(sampleLog), a DatasetStore). */
   source: BodySource;
   /** Concurrent fetch streams per connection (default 8). */
   maxInboundStreams?: number;
@@ -57,8 +91,9 @@ export interface Server {
 }
 
 /**
- * Serves /vtnode/sample/1: one request of at most MAX_SAMPLE_IDS_PER_REQUEST ids, answered with
- * one frame per body held, then the stream closes. A malformed request gets the stream reset.
+ * Serves /vtnode/sample/2: one request of at most MAX_SAMPLES_PER_REQUEST (origin, seq) rows,
+ * answered with one frame per row held, then the stream closes. A malformed request gets the
+ * stream reset.
  */
 export async function createSampleServer(options: SampleServerOptions): Promise<Server> {
   const { host, source } = options;
@@ -67,8 +102,8 @@ export async function createSampleServer(options: SampleServerOptions): Promise<
     SAMPLE_PROTOCOL,
     async (wire) => {
       const req = await wire.expect('a sample request');
-      const found = source.getMany(req.sampleIds);
-      log('%s asked for %d bodies, sending %d', wire.peer, req.sampleIds.length, found.length);
+      const found = source.getRows(req.samples);
+      log('%s asked for %d bodies, sending %d', wire.peer, req.samples.length, found.length);
       for (const reply of found) await wire.send(reply);
     },
     {
@@ -81,13 +116,16 @@ export async function createSampleServer(options: SampleServerOptions): Promise<
 }
 
 export interface LogServerOptions {
-  /** Host whose /vtnode/log/1 streams are served. */
+  /** Host whose /vtnode/log/2 streams are served. */
   host: StreamHost;
-  /** This node's own digests (a SampleLog fits). */
+  /** The digests this node holds (logDigests(sampleLog), a DatasetStore). */
   source: DigestSource;
 }
 
-/** Serves /vtnode/log/1: one request, one page of this node's digests after a seq. */
+/**
+ * Serves /vtnode/log/2: one request, one reply: a page of the origins this node holds digests of,
+ * or a page of one origin's signed digests after a seq (its own or, on a collector, any origin's).
+ */
 export async function createLogServer(options: LogServerOptions): Promise<Server> {
   const { host, source } = options;
   await handleFramed<typeof LogRequest, LogReply>(
@@ -95,8 +133,17 @@ export async function createLogServer(options: LogServerOptions): Promise<Server
     LOG_PROTOCOL,
     async (wire) => {
       const req = await wire.expect('a log request');
-      const digests = source.digestsSince(req.after, req.limit);
-      await wire.send({ digests, highWater: source.counts().highWater });
+      if (req.kind === 'origins') {
+        const page = source.originSummaries(req.after, MAX_ORIGINS_PER_FRAME + 1);
+        await wire.send({
+          kind: 'origins',
+          origins: page.slice(0, MAX_ORIGINS_PER_FRAME),
+          more: page.length > MAX_ORIGINS_PER_FRAME,
+        });
+      } else {
+        const { digests, highWater } = source.digestsOf(req.origin, req.after, req.limit);
+        await wire.send({ kind: 'digests', digests, highWater });
+      }
     },
     { schema: LogRequest, maxFrameBytes: MAX_LOG_FRAME_BYTES, maxInboundStreams: 8 },
   );
@@ -111,29 +158,32 @@ function peerOf(peer: string | PeerId): PeerId {
   return typeof peer === 'string' ? peerIdFromString(peer) : peer;
 }
 
-/** Fetches bodies from a peer over /vtnode/sample/1 (ids beyond one request's cap are split). */
+/**
+ * Fetches exact rows from a peer over /vtnode/sample/2 (rows beyond one request's cap are split).
+ * A reply for a row that was not asked for, or twice, is a protocol error: the fetch throws.
+ */
 export async function fetchBodies(
   host: StreamHost,
   peer: string | PeerId,
-  sampleIds: readonly string[],
+  keys: readonly SampleKey[],
   options: FetchOptions = {},
 ): Promise<SampleReply[]> {
   const out: SampleReply[] = [];
-  for (let i = 0; i < sampleIds.length; i += MAX_SAMPLE_IDS_PER_REQUEST) {
-    const batch = sampleIds.slice(i, i + MAX_SAMPLE_IDS_PER_REQUEST);
+  for (let i = 0; i < keys.length; i += MAX_SAMPLES_PER_REQUEST) {
+    const batch = keys.slice(i, i + MAX_SAMPLES_PER_REQUEST).map((k) => ({ origin: k.origin, seq: k.seq }));
     const wire = await dialFramed<typeof SampleReply, SampleRequest>(host, peerOf(peer), SAMPLE_PROTOCOL, {
       schema: SampleReply,
       maxFrameBytes: MAX_SAMPLE_FRAME_BYTES,
       signal: options.signal,
     });
     try {
-      await wire.send({ v: 1, sampleIds: batch });
+      await wire.send({ v: 2, samples: batch });
       await wire.closeWrite();
-      const asked = new Set(batch);
+      const asked = new Set(batch.map(keyOf));
       for await (const reply of wire) {
-        if (!asked.has(reply.body.sampleId))
-          throw new Error(`${wire.peer} sent sample ${reply.body.sampleId}, which was not asked for`);
-        asked.delete(reply.body.sampleId);
+        if (!asked.has(keyOf(reply)))
+          throw new Error(`${wire.peer} sent sample ${keyOf(reply)}, which was not asked for (or twice)`);
+        asked.delete(keyOf(reply));
         out.push(reply);
       }
     } catch (err) {
@@ -144,13 +194,12 @@ export async function fetchBodies(
   return out;
 }
 
-/** One page of a peer's own digests after `after` over /vtnode/log/1. */
-export async function fetchDigests(
+/** One /vtnode/log/2 exchange: a request, its one reply. */
+async function askLog(
   host: StreamHost,
   peer: string | PeerId,
-  after: number,
-  limit = MAX_LOG_DIGESTS_PER_FRAME,
-  options: FetchOptions = {},
+  request: LogRequest,
+  options: FetchOptions,
 ): Promise<LogReply> {
   const wire = await dialFramed<typeof LogReply, LogRequest>(host, peerOf(peer), LOG_PROTOCOL, {
     schema: LogReply,
@@ -158,13 +207,54 @@ export async function fetchDigests(
     signal: options.signal,
   });
   try {
-    await wire.send({ v: 1, after, limit });
+    await wire.send(request);
     await wire.closeWrite();
-    const reply = await wire.expect('a log page');
+    const reply = await wire.expect('a log reply');
     await wire.close();
+    if (reply.kind !== request.kind)
+      throw new Error(`${wire.peer} answered a ${request.kind} request with ${reply.kind}`);
     return reply;
   } catch (err) {
     wire.abort(err as Error);
     throw err;
   }
+}
+
+/** Most pages of origins read from one peer (MAX_ORIGINS_PER_FRAME each). */
+const MAX_ORIGIN_PAGES = 100;
+
+/** Every origin a peer holds digests of, with its summary, over /vtnode/log/2 (paged, bounded). */
+export async function fetchOrigins(
+  host: StreamHost,
+  peer: string | PeerId,
+  options: FetchOptions = {},
+): Promise<OriginSummary[]> {
+  const out: OriginSummary[] = [];
+  let after: string | undefined;
+  for (let page = 0; page < MAX_ORIGIN_PAGES; page++) {
+    const reply = await askLog(host, peer, { v: 2, kind: 'origins', ...(after ? { after } : {}) }, options);
+    if (reply.kind !== 'origins') break;
+    const fresh = reply.origins.filter((o) => after === undefined || o.origin > after);
+    out.push(...fresh);
+    if (!reply.more || fresh.length === 0) break;
+    after = fresh.at(-1)!.origin;
+  }
+  return out;
+}
+
+/**
+ * One page of an origin's signed digests after `after` from a peer over /vtnode/log/2 (the origin
+ * itself or any holder). The signatures are not checked here: see signature.ts checkRelayed.
+ */
+export async function fetchDigests(
+  host: StreamHost,
+  peer: string | PeerId,
+  origin: string,
+  after: number,
+  limit = MAX_LOG_DIGESTS_PER_FRAME,
+  options: FetchOptions = {},
+): Promise<DigestsReply> {
+  const reply = await askLog(host, peer, { v: 2, kind: 'digests', origin, after, limit }, options);
+  if (reply.kind !== 'digests') throw new Error(`expected a digests reply, got ${reply.kind}`);
+  return reply;
 }

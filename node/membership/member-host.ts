@@ -28,6 +28,8 @@ export interface MemberHostOptions {
   onFatal?: (err: Error) => void;
   /** Called when this node's certificate changes. */
   onCertificate?: () => void;
+  /** Peers refused any connection besides revoked members (offenders banned for a while). */
+  denyPeer?: (peerId: string) => boolean;
 }
 
 /**
@@ -51,6 +53,7 @@ export async function startMemberHost(
     mdns: options.mdns,
     topics: [...options.topics, revocationTopic(state.fleetId)],
     denyPeer: (peer, direction) => {
+      if (options.denyPeer?.(peer)) return true;
       if (!state.revokedIndex().peers.has(peer)) return false;
       const now = Date.now();
       if (direction === 'inbound' && (refusedAt.get(peer) ?? 0) < now - 5000) {

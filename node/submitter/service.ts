@@ -11,7 +11,7 @@ import { logger } from '../logger.ts';
 import type { Framed } from '../wire/framed.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import { CampaignName, SplitFilter } from './campaign-schema.ts';
-import type { CampaignStore, StartReport } from './campaign-store.ts';
+import type { Campaign, CampaignStore, StartReport } from './campaign-store.ts';
 import type { CampaignSummary } from './campaign-summary.ts';
 import { type CampaignOutcome, type CampaignRunner, runCampaign } from './runner.ts';
 
@@ -36,18 +36,36 @@ export const CampaignStartRequest = z.object({
     .min(1000)
     .max(7 * 24 * 3_600_000)
     .optional(),
+  /** Placements of a task's samples before the ones still unscored are given up. */
+  maxAttempts: z.number().int().min(1).max(100).optional(),
 });
 export type CampaignStartRequest = z.infer<typeof CampaignStartRequest>;
 
 export interface CampaignStatus {
   name: string;
-  /** running, done, cancelled or stalled (no eligible node). */
-  status: 'running' | 'done' | 'cancelled' | 'stalled';
+  /** running, done, incomplete (finished with samples given up), cancelled or stalled (no eligible node). */
+  status: CampaignState;
   summary: CampaignSummary;
   running: { jobId: string; taskId: string; peerId: string; samples: number }[];
   problem: string | null;
   outcome: CampaignOutcome | null;
   startedAt: number;
+}
+
+export type CampaignState = 'running' | 'done' | 'incomplete' | 'cancelled' | 'stalled';
+
+/**
+ * What a campaign's status is: the live outcome when this daemon runs or ran it, else the stored
+ * one (a campaign stored as running that no runner drives stalled with its daemon). A campaign that
+ * finished with samples unscored (given up after maxAttempts placements) is incomplete, not done.
+ */
+export function campaignState(
+  live: { running: boolean; outcome: CampaignOutcome['status'] | null },
+  stored: 'running' | 'done' | 'cancelled',
+  samples: { planned: number; scored: number },
+): CampaignState {
+  const finished = live.outcome ?? (live.running ? 'running' : stored === 'running' ? 'stalled' : stored);
+  return finished === 'done' && samples.scored < samples.planned ? 'incomplete' : finished;
 }
 
 export interface CampaignServiceOptions {
@@ -65,8 +83,17 @@ export interface CampaignServiceOptions {
   runner?: { jobDeadlineMs?: number; maxAttempts?: number; noNodeTimeoutMs?: number };
 }
 
+/** What the daemon answers to a start request. */
+export interface StartResponse {
+  name: string;
+  /** True when the campaign was already running here and the caller re-attached to it. */
+  attached: boolean;
+  report: StartReport;
+}
+
 interface Active {
   runner: CampaignRunner;
+  campaign: Campaign;
   abort: AbortController;
   outcome: CampaignOutcome | null;
   startedAt: number;
@@ -107,7 +134,41 @@ export function createCampaignService(options: CampaignServiceOptions) {
   const log = logger('vtnode:submitter');
   const active = new Map<string, Active>();
 
-  async function start(body: unknown): Promise<{ name: string; report: StartReport }> {
+  /** A running campaign asked for again: `--resume` re-attaches to it (same tasks and models), else an error. */
+  function attach(name: string, entry: Active, req: CampaignStartRequest, tasksHash: string): StartResponse {
+    if (!req.resume)
+      throw new Error(
+        `campaign ${name} is running: \`vtnode run --campaign ${name} --resume\` re-attaches to it`,
+      );
+    const spec = entry.campaign.spec;
+    const differs = [
+      spec.tasksHash !== tasksHash && `its tasks file is ${spec.tasksHash}, this one ${tasksHash}`,
+      spec.models.join(',') !== req.models.join(',') && `its models are ${spec.models.join(', ')}`,
+      spec.k !== req.k && `its k is ${spec.k}`,
+      spec.split !== req.split && `its split is ${spec.split}`,
+    ].filter(Boolean);
+    if (differs.length > 0)
+      throw new Error(
+        `campaign ${name} is running with other settings (${differs.join('; ')}): cannot re-attach`,
+      );
+    const { samples } = entry.campaign.summary();
+    return {
+      name,
+      attached: true,
+      report: {
+        created: false,
+        planned: samples.planned,
+        reused: samples.scored,
+        changed: [],
+        removed: 0,
+        dropped: 0,
+        requeued: 0,
+        skipped: 0,
+      },
+    };
+  }
+
+  async function start(body: unknown): Promise<StartResponse> {
     const req = parseWith(CampaignStartRequest, body, 'campaign start request');
     const text = await readFile(req.tasksFile, 'utf8').catch((err: Error) => {
       throw new Error(`cannot read the tasks file: ${err.message}`);
@@ -120,7 +181,10 @@ export function createCampaignService(options: CampaignServiceOptions) {
       throw new Error(`${req.tasksFile} holds no ${req.split} tasks (of ${all.length})`);
     const tasksHash = `sha256:${sha256Hex(text)}`;
     const name = req.name ?? `run-${tasksHash.slice(7, 15)}`;
-    if (active.has(name)) throw new Error(`campaign ${name} is already running`);
+    const current = active.get(name);
+    if (current && !current.outcome) return attach(name, current, req, tasksHash);
+    // A finished campaign's entry only answered status calls: resuming starts it anew.
+    if (current) active.delete(name);
     const existing = options.store.get(name);
     if (existing && !req.resume) {
       throw new Error(
@@ -146,8 +210,9 @@ export function createCampaignService(options: CampaignServiceOptions) {
       signal: abort.signal,
       ...options.runner,
       ...(req.jobTimeoutMs ? { jobDeadlineMs: req.jobTimeoutMs } : {}),
+      ...(req.maxAttempts ? { maxAttempts: req.maxAttempts } : {}),
     });
-    const entry: Active = { runner, abort, outcome: null, startedAt: Date.now() };
+    const entry: Active = { runner, campaign, abort, outcome: null, startedAt: Date.now() };
     active.set(name, entry);
     runner.done.then(
       (outcome) => {
@@ -159,7 +224,7 @@ export function createCampaignService(options: CampaignServiceOptions) {
         log.error('campaign %s failed: %s', name, err.message);
       },
     );
-    return { name, report };
+    return { name, attached: false, report };
   }
 
   function status(body: unknown): CampaignStatus {
@@ -167,11 +232,15 @@ export function createCampaignService(options: CampaignServiceOptions) {
     const campaign = options.store.get(name);
     if (!campaign) throw new Error(`there is no campaign ${name}`);
     const entry = active.get(name);
-    const stored = campaign.status();
+    const summary = campaign.summary();
     return {
       name,
-      status: entry?.outcome?.status ?? (entry ? 'running' : stored === 'running' ? 'stalled' : stored),
-      summary: campaign.summary(),
+      status: campaignState(
+        { running: !!entry, outcome: entry?.outcome?.status ?? null },
+        campaign.status(),
+        summary.samples,
+      ),
+      summary,
       running: entry?.runner.running() ?? [],
       problem: entry?.outcome?.problem ?? entry?.runner.problem() ?? null,
       outcome: entry?.outcome ?? null,

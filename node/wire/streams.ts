@@ -1,9 +1,11 @@
 import type { Connection, Libp2p, PeerId } from '@libp2p/interface';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import type { z } from 'zod';
+import { ParseError } from '../../protocol/parse.ts';
 import { logger } from '../logger.ts';
-import { type Framed, framed } from './framed.ts';
+import { type Framed, FrameError, framed } from './framed.ts';
 import { streamGate } from './gate.ts';
+import type { OffenceLedger } from './offences.ts';
 
 const log = logger('vtnode:wire');
 
@@ -52,6 +54,62 @@ export interface HandleFramedOptions<In extends z.ZodType> {
   ungated?: boolean;
 }
 
+/** How a host treats peers that misuse its stream protocols (see guardStreams). */
+export interface StreamGuard {
+  /** Offences per peer; a banned peer's streams are refused. */
+  ledger: OffenceLedger;
+  /** Called once when an offence bans a peer (close its connections). */
+  onBan(peer: string, until: number, why: string): void;
+  /** Time an inbound stream has to deliver its first frame, ms (default 30 s). */
+  firstFrameTimeoutMs?: number;
+  /** The clock (default Date.now). */
+  now?: () => number;
+}
+
+const guards = new WeakMap<object, StreamGuard>();
+
+/**
+ * Makes every handleFramed protocol of `host` (registered before or after) count a peer's
+ * malformed, oversized or truncated frames and streams that never send their request, and refuse
+ * the streams of a banned peer.
+ */
+export function guardStreams(host: StreamHost, guard: StreamGuard): void {
+  guards.set(host, guard);
+}
+
+/** An error that says the remote broke the protocol (not a network failure or our own fault). */
+function offence(err: unknown): string | null {
+  if (err instanceof ParseError) return 'a malformed message';
+  if (err instanceof FrameError && (err.code === 'too-large' || err.code === 'truncated'))
+    return `a ${err.code} frame`;
+  if (err instanceof FirstFrameTimeout) return 'a stream without its request';
+  return null;
+}
+
+class FirstFrameTimeout extends Error {
+  constructor(protocol: string, ms: number) {
+    super(`${protocol}: no request within ${ms} ms`);
+    this.name = 'FirstFrameTimeout';
+  }
+}
+
+/** Aborts `wire` unless its first read completes within `ms`. */
+function firstFrameDeadline<In, Out>(wire: Framed<In, Out>, ms: number, onTimeout: (err: Error) => void) {
+  const timer = setTimeout(() => {
+    const err = new FirstFrameTimeout(wire.protocol, ms);
+    onTimeout(err);
+    wire.abort(err);
+  }, ms);
+  timer.unref();
+  const settle = <T>(p: Promise<T>): Promise<T> => p.finally(() => clearTimeout(timer));
+  const read = wire.read.bind(wire);
+  const expect = wire.expect.bind(wire);
+  return Object.assign(wire, {
+    read: (o?: Parameters<typeof read>[0]) => settle(read(o)),
+    expect: (what: string, o?: Parameters<typeof expect>[1]) => settle(expect(what, o)),
+  });
+}
+
 /** Handles one inbound framed stream. */
 export type FramedHandler<In, Out> = (stream: Framed<In, Out>, connection: Connection) => Promise<void>;
 
@@ -71,12 +129,20 @@ export async function handleFramed<In extends z.ZodType, Out = unknown>(
     protocol,
     ({ stream, connection }) => {
       const peer = connection.remotePeer.toString();
-      const wire = framed<In, Out>(stream, {
+      const guard = guards.get(host);
+      const now = guard?.now ?? Date.now;
+      if (guard?.ledger.banned(peer, now())) {
+        stream.abort(new Error(`${peer} is banned for misusing the stream protocols`));
+        return;
+      }
+      let wire = framed<In, Out>(stream, {
         schema: options.schema,
         peer,
         protocol,
         maxFrameBytes: options.maxFrameBytes,
       });
+      let timedOut: Error | null = null;
+      if (guard) wire = firstFrameDeadline(wire, guard.firstFrameTimeoutMs ?? 30_000, (e) => (timedOut = e));
       const gate = options.ungated ? undefined : streamGate(host);
       const admitted = gate ? gate.check(peer, protocol, 'inbound') : Promise.resolve();
       admitted
@@ -85,6 +151,13 @@ export async function handleFramed<In extends z.ZodType, Out = unknown>(
         .catch((err: Error) => {
           log.warn('%s stream from %s failed: %s', protocol, peer, err.message);
           wire.abort(err);
+          const why = offence(timedOut ?? err);
+          if (!guard || !why) return;
+          const { fresh, until } = guard.ledger.record(peer, `${why} on ${protocol}`, now());
+          if (fresh) {
+            log.warn('%s banned until %s: %s on %s', peer, new Date(until).toISOString(), why, protocol);
+            guard.onBan(peer, until, `${why} on ${protocol}`);
+          }
         });
     },
     { maxInboundStreams: options.maxInboundStreams },

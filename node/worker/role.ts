@@ -3,6 +3,7 @@ import type { Advert } from '../../protocol/advert.ts';
 import { createScoringCache } from '../../sandbox/cache.ts';
 import { createCheckedScorer, type Scorer } from '../../sandbox/scorer.ts';
 import type { DataDir } from '../data-dir.ts';
+import type { DigestSigner } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
 import type { ModelService } from '../models/service.ts';
 import type { StreamHost } from '../wire/streams.ts';
@@ -15,6 +16,8 @@ export interface WorkerRoleOptions {
   host: StreamHost;
   /** The node's peer id. */
   peerId: string;
+  /** Signs the digest of every logged sample with the node's key. */
+  signer: DigestSigner;
   /** The node's data dir (the sample log lives there). */
   dataDir: DataDir;
   /** Model servers. */
@@ -47,7 +50,11 @@ export interface WorkerRole {
  */
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const log = logger('vtnode:worker');
-  const sampleLog = openSampleLog({ path: options.dataDir.path('samples.db'), origin: options.peerId });
+  const sampleLog = openSampleLog({
+    path: options.dataDir.path('samples.db'),
+    origin: options.peerId,
+    signer: options.signer,
+  });
   let sandbox: Advert['sandbox'] = { backend: 'none', ok: false, detail: 'self-test running' };
   let scorer: Scorer | null = null;
   const executor = createJobExecutor({

@@ -1,8 +1,9 @@
-import type { Digest } from '../../protocol/digest.ts';
+import { claimFor, type SignedDigest } from '../../protocol/digest.ts';
 import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
+import type { DigestSigner } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
-import { openDatabase, transaction } from '../sqlite.ts';
+import { type DatabaseSync, openDatabase, transaction } from '../sqlite.ts';
 
 const log = logger('vtnode:worker:sample-log');
 
@@ -14,6 +15,11 @@ export interface SampleLogOptions {
   path: string;
   /** Peer id of this node: the origin of every sample in the log (fixed for the file's life). */
   origin: string;
+  /**
+   * Signs each appended sample's digest with this node's key (its origin must be `origin`); without
+   * one the log is read-only (append throws), as a benchmark or a tool reading another node's log opens it.
+   */
+  signer?: DigestSigner;
 }
 
 /** A sample as the log holds it. */
@@ -23,6 +29,8 @@ export interface LoggedSample {
   /** Peer id of the node that generated and scored it. */
   origin: string;
   body: SampleBody;
+  /** The origin's signature of the sample's digest (see protocol/digest.ts digestSigningBytes). */
+  sig: string;
 }
 
 /** Outcome of an append. */
@@ -45,6 +53,7 @@ export interface SampleLogCounts {
  * synchronous=FULL) BEFORE it is reported to the submitter or gossiped, so whatever anyone was told
  * survives a crash. Appends are idempotent on the deterministic sample id. Sequence numbers are
  * per origin, increasing, without gaps, so a collector can catch up with "digests since seq N".
+ * Each row keeps its digest's signature, so the digest can be served and relayed as the origin signed it.
  */
 export interface SampleLog {
   /** Appends a scored sample durably; a sample id already present returns the existing row. */
@@ -53,8 +62,10 @@ export interface SampleLog {
   get(sampleId: string): LoggedSample | undefined;
   /** Samples by id, in the order asked, skipping unknown ids. */
   getMany(sampleIds: readonly string[]): LoggedSample[];
-  /** Digests with seq greater than `after`, ascending, at most `limit`. */
-  digestsSince(after: number, limit: number): Digest[];
+  /** Samples by sequence number, in the order asked, skipping unknown ones. */
+  bySeq(seqs: readonly number[]): LoggedSample[];
+  /** Signed digests with seq greater than `after`, ascending, at most `limit`. */
+  digestsSince(after: number, limit: number): SignedDigest[];
   counts(): SampleLogCounts;
   readonly origin: string;
   readonly path: string;
@@ -72,7 +83,8 @@ CREATE TABLE IF NOT EXISTS samples (
   reward REAL NOT NULL,
   content_hash TEXT NOT NULL,
   eval_fingerprint TEXT NOT NULL,
-  body TEXT NOT NULL
+  body TEXT NOT NULL,
+  sig TEXT
 ) STRICT;
 `;
 
@@ -86,11 +98,14 @@ interface Row {
   content_hash: string;
   eval_fingerprint: string;
   body: string;
+  sig: string;
 }
 
 export function openSampleLog(options: SampleLogOptions): SampleLog {
-  const { path, origin } = options;
+  const { path, origin, signer } = options;
   if (!origin) throw new TypeError('openSampleLog: origin (the node peer id) is required');
+  if (signer && signer.origin !== origin)
+    throw new TypeError(`openSampleLog: the signer's key is ${signer.origin}'s, not the origin ${origin}'s`);
   const db = openDatabase(path);
   try {
     db.exec(SCHEMA);
@@ -102,6 +117,10 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
       throw new Error(
         `${path}: sample log belongs to peer ${stored.value}, not ${origin} (a log's sequence numbers are per origin; use the data dir of that node)`,
       );
+    // A log written before digests were signed gets the column; with the node's key, its rows are signed.
+    const columns = db.prepare('PRAGMA table_info(samples)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'sig')) db.exec('ALTER TABLE samples ADD COLUMN sig TEXT');
+    if (signer) addSignatures(db, origin, signer, path);
   } catch (err) {
     db.close();
     throw err;
@@ -110,11 +129,12 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
   const byId = db.prepare('SELECT * FROM samples WHERE sample_id = ?');
   const last = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM samples');
   const insert = db.prepare(
-    `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body, sig)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  const bySeq = db.prepare('SELECT * FROM samples WHERE seq = ?');
   const since = db.prepare(
-    'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
+    'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
   );
   const countAll = db.prepare(
     'SELECT COUNT(*) AS samples, COALESCE(SUM(reward >= 1), 0) AS verified, COALESCE(MAX(seq), 0) AS highWater FROM samples',
@@ -124,12 +144,14 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
     seq: row.seq,
     origin,
     body: parseJsonWith(SampleBody, row.body, `${path}: sample seq ${row.seq}`),
+    sig: row.sig,
   });
 
   return {
     origin,
     path,
     append(input) {
+      if (!signer) throw new Error(`${path}: the sample log was opened read-only (no signer)`);
       const body = parseWith(SampleBody, input, 'sample body');
       const hash = contentHash(body.candidate);
       if (hash !== body.contentHash)
@@ -148,6 +170,7 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
           return { ...toLogged(existing), created: false };
         }
         const seq = (last.get() as { seq: number }).seq + 1;
+        const { sig } = signer.sign(claimFor(body, origin, seq));
         insert.run(
           seq,
           body.sampleId,
@@ -158,8 +181,9 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
           body.contentHash,
           body.score.evalFingerprint,
           JSON.stringify(body),
+          sig,
         );
-        return { seq, origin, body, created: true };
+        return { seq, origin, body, sig, created: true };
       });
     },
     get(sampleId) {
@@ -174,6 +198,14 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
       }
       return out;
     },
+    bySeq(seqs) {
+      const out: LoggedSample[] = [];
+      for (const seq of seqs) {
+        const row = bySeq.get(seq) as Row | undefined;
+        if (row) out.push(toLogged(row));
+      }
+      return out;
+    },
     digestsSince(after, limit) {
       if (!Number.isInteger(after) || after < 0)
         throw new RangeError(`after must be a non-negative integer, got ${after}`);
@@ -184,12 +216,13 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
         sampleId: r.sample_id,
         taskId: r.task_id,
         model: r.model,
-        split: r.split as Digest['split'],
+        split: r.split as SignedDigest['split'],
         reward: r.reward,
         contentHash: r.content_hash,
         evalFingerprint: r.eval_fingerprint,
         origin,
         seq: r.seq,
+        sig: r.sig,
       }));
     },
     counts() {
@@ -200,4 +233,21 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
       if (db.isOpen) db.close();
     },
   };
+}
+
+/** Signs the rows a log holds unsigned (logged before digests were signed), in one transaction. */
+function addSignatures(db: DatabaseSync, origin: string, signer: DigestSigner, path: string) {
+  const unsigned = db.prepare('SELECT seq, body FROM samples WHERE sig IS NULL ORDER BY seq').all() as {
+    seq: number;
+    body: string;
+  }[];
+  if (unsigned.length === 0) return;
+  const set = db.prepare('UPDATE samples SET sig = ? WHERE seq = ?');
+  transaction(db, () => {
+    for (const r of unsigned) {
+      const body = parseJsonWith(SampleBody, r.body, `${path}: sample seq ${r.seq}`);
+      set.run(signer.sign(claimFor(body, origin, r.seq)).sig, r.seq);
+    }
+  });
+  log('%s: signed the digests of %d samples logged before digests were signed', path, unsigned.length);
 }

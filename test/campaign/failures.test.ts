@@ -185,3 +185,60 @@ describe('failing nodes', () => {
     expect(completed() - before).toBeLessThanOrEqual(24 + (generatedBeforeKill > 0 ? 6 : 0));
   }, 240_000);
 });
+
+describe('campaign outcomes and re-attaching', () => {
+  it('a campaign whose samples are given up ends incomplete with exit 1; --resume places them again', async () => {
+    for (const s of fleet.servers) s.setFaults({ errorRate: 1 });
+    expect(tasks.length).toBeGreaterThanOrEqual(33);
+    const file = await writeTasks(join(dir, 'exhaust.jsonl'), tasks.slice(28, 29));
+    const args = ['-k', '2', '--campaign', 'exhausted'];
+    try {
+      const res = await runCampaign(fleet.dirs[0]!, file, [...args, '--max-attempts', '1']);
+      expect(res.code, res.stderr).toBe(1);
+      expect(res.json, res.stderr).not.toBeNull();
+      expect(res.json!.status).toBe('incomplete');
+      expect(res.json!.samples).toMatchObject({ planned: 2, scored: 0 });
+      expect(res.stderr).toMatch(/campaign exhausted is incomplete: 2 of 2 samples were given up/);
+      expect(res.stderr).toMatch(/--campaign exhausted --resume/);
+    } finally {
+      for (const s of fleet.servers) s.setFaults({});
+    }
+    const again = await runCampaign(fleet.dirs[0]!, file, [...args, '--resume']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.json!).toMatchObject({ status: 'done', samples: { planned: 2, scored: 2 } });
+  }, 240_000);
+
+  it('a detached campaign is re-attached with --resume while it runs, and resumed once it finished', async () => {
+    const submitter = fleet.dirs[0]!;
+    for (const s of fleet.servers) s.setFaults({ slowRate: 1, slowFactor: 60 });
+    const file = await writeTasks(join(dir, 'attach.jsonl'), tasks.slice(29, 33));
+    const args = ['--data-dir', submitter, '--tasks', file, '--model', 'coder', '--split', 'all', '-k', '2'];
+    const first = box.spawn(['run', ...args, '--campaign', 'attach', '--on-interrupt', 'detach']);
+    try {
+      await first.waitFor(/campaign attach: 8 samples planned/, 60_000);
+      first.child.kill('SIGINT');
+      expect(await first.exited, first.output()).toBe(0);
+      expect(first.output()).toMatch(/detached: campaign attach goes on in the daemon/);
+
+      // Without --resume the name is refused; with it, the same run is re-attached (not restarted).
+      const clash = await runCampaign(submitter, file, ['-k', '2', '--campaign', 'attach']);
+      expect(clash.code).toBe(1);
+      expect(clash.stderr).toMatch(/campaign attach is running: .*--resume. re-attaches/);
+      const other = await runCampaign(submitter, file, ['-k', '3', '--campaign', 'attach', '--resume']);
+      expect(other.stderr).toMatch(/running with other settings \(its k is 2\)/);
+      for (const s of fleet.servers) s.setFaults({});
+      const attached = await runCampaign(submitter, file, ['-k', '2', '--campaign', 'attach', '--resume']);
+      expect(attached.code, attached.stderr).toBe(0);
+      expect(attached.stderr).toMatch(/campaign attach is running in the daemon: re-attached/);
+      expect(attached.json!).toMatchObject({ status: 'done', samples: { planned: 8, scored: 8 } });
+      for (const t of attached.json!.tasks) expect(t.samples).toBe(2);
+    } finally {
+      for (const s of fleet.servers) s.setFaults({});
+    }
+    // Finished: --resume starts it again, with nothing left to do.
+    const done = await runCampaign(submitter, file, ['-k', '2', '--campaign', 'attach', '--resume']);
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stderr).toMatch(/8 already scored \(resumed\)/);
+    expect(done.json!.samples).toMatchObject({ planned: 8, scored: 8 });
+  }, 240_000);
+});

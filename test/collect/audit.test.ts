@@ -5,15 +5,13 @@ import { createCollector, scorerAuditor } from '../../node/collector/collector.t
 import { openDatasetStore } from '../../node/collector/store.ts';
 import { selectedForAudit } from '../../node/collector/trust.ts';
 import { newPsk } from '../../node/data-dir.ts';
-import { createLogServer, createSampleServer } from '../../node/digests/servers.ts';
 import type { Host } from '../../node/fleet/host.ts';
-import { openSampleLog } from '../../node/worker/sample-log.ts';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, type Scorer } from '../../sandbox/scorer.ts';
 import { sampleBody } from '../helpers/samples.ts';
 import { makeTask, NODE_WS } from '../sandbox/fixtures.ts';
-import { connect, tempDir, testHost } from './helpers.ts';
+import { connect, serveLog, tempDir, testHost, testWorker } from './helpers.ts';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let scorer: Scorer;
@@ -53,10 +51,9 @@ describe('spot audits', () => {
 
   it('catches a worker that inflates rewards: trust drops, its unverified samples are quarantined', async () => {
     const psk = newPsk();
-    const w = await testHost(psk);
+    const { host: w, log } = await testWorker(psk);
     const c = await testHost(psk);
     hosts.push(w, c);
-    const log = openSampleLog({ path: ':memory:', origin: w.peerId.toString() });
     const broken = reference.replace('return a + b;', 'return a - b;');
     expect(broken).not.toBe(reference);
     // What an inflating worker logs: every reward 1, whatever its sandbox said.
@@ -68,8 +65,7 @@ describe('spot audits', () => {
     mk(0, reference);
     mk(1, broken);
     mk(2, `${reference}\n`);
-    await createSampleServer({ host: w, source: log });
-    await createLogServer({ host: w, source: log });
+    await serveLog(w, log);
     await connect(c, w);
 
     const store = openDatasetStore(join(tmp.dir, 'ds'));
@@ -100,18 +96,99 @@ describe('spot audits', () => {
     store.close();
   }, 120_000);
 
-  it('does not audit without the workspace, and audits nothing of an honest worker at fraction 0', async () => {
+  it('audits reward-0 claims too: a worker that deflates a passing candidate is caught and quarantined', async () => {
     const psk = newPsk();
-    const w = await testHost(psk);
+    const { host: w, log } = await testWorker(psk);
     const c = await testHost(psk);
     hosts.push(w, c);
-    const log = openSampleLog({ path: ':memory:', origin: w.peerId.toString() });
+    // The reference passes every test; this worker claims 0 for it (and 1 for another passing one).
+    log.append({
+      ...sampleBody(task.id, 'qwen', 0, { candidate: reference, reward: 0 }),
+      promptFingerprint: task.promptFingerprint,
+    });
+    log.append({
+      ...sampleBody(task.id, 'qwen', 1, { candidate: `${reference}\n` }),
+      promptFingerprint: task.promptFingerprint,
+    });
+    await serveLog(w, log);
+    await connect(c, w);
+    const store = openDatasetStore(join(tmp.dir, 'ds-deflate'));
+    store.putTasks([task]);
+    const collector = createCollector({
+      host: c,
+      peers: () => [w.peerId.toString()],
+      store,
+      auditFraction: 1,
+      auditor: scorerAuditor(scorer, new Map([[task.workspace.id, NODE_WS]])),
+    });
+    await collector.catchUp();
+    await collector.idle();
+    const samples = store.samples();
+    expect(
+      samples.map((s) => [s.body?.index, s.digest.reward, s.audit, s.auditReward, s.quarantined]),
+    ).toEqual([
+      [0, 0, 'failed', 1, true],
+      [1, 1, 'passed', 1, false],
+    ]);
+    expect(collector.trust()[0]).toMatchObject({ auditFailures: 1, suspect: true });
+    await collector.stop();
+    store.close();
+  }, 120_000);
+
+  it('audits both sides of claims that disagree on one sample id, the reward-0 side too, even at audit fraction 0', async () => {
+    const psk = newPsk();
+    const { host: honestHost, log: honest } = await testWorker(psk);
+    const { host: hijackHost, log: hijacker } = await testWorker(psk);
+    const c = await testHost(psk);
+    hosts.push(honestHost, hijackHost, c);
+    const body = {
+      ...sampleBody(task.id, 'qwen', 0, { candidate: reference }),
+      promptFingerprint: task.promptFingerprint,
+    };
+    honest.append(body);
+    // The hijacker republishes the honest sample id with reward 0 (the same candidate: a re-score says 1).
+    hijacker.append({ ...body, score: { ...body.score, reward: 0, passed: 0, failed: 4 } });
+    for (const [h, log] of [
+      [honestHost, honest],
+      [hijackHost, hijacker],
+    ] as const) {
+      await serveLog(h, log);
+      await connect(c, h);
+    }
+    const store = openDatasetStore(join(tmp.dir, 'ds-hijack'));
+    store.putTasks([task]);
+    const collector = createCollector({
+      host: c,
+      peers: () => [honestHost.peerId.toString(), hijackHost.peerId.toString()],
+      store,
+      auditFraction: 0,
+      auditor: scorerAuditor(scorer, new Map([[task.workspace.id, NODE_WS]])),
+    });
+    await collector.catchUp();
+    await collector.idle();
+    const byOrigin = new Map(store.samples().map((s) => [s.digest.origin, s]));
+    expect(byOrigin.get(honestHost.peerId.toString())).toMatchObject({ audit: 'passed', quarantined: false });
+    expect(byOrigin.get(hijackHost.peerId.toString())).toMatchObject({
+      audit: 'failed',
+      auditReward: 1,
+      quarantined: true,
+    });
+    const { buildReport } = await import('../../node/collector/report.ts');
+    expect(buildReport(store.samples()).models[0]).toMatchObject({ samples: 1, pass1: 1 });
+    await collector.stop();
+    store.close();
+  }, 120_000);
+
+  it('does not audit without the workspace, and audits nothing of an honest worker at fraction 0', async () => {
+    const psk = newPsk();
+    const { host: w, log } = await testWorker(psk);
+    const c = await testHost(psk);
+    hosts.push(w, c);
     log.append({
       ...sampleBody(task.id, 'qwen', 0, { candidate: reference }),
       promptFingerprint: task.promptFingerprint,
     });
-    await createSampleServer({ host: w, source: log });
-    await createLogServer({ host: w, source: log });
+    await serveLog(w, log);
     await connect(c, w);
     const store = openDatasetStore(join(tmp.dir, 'ds2'));
     store.putTasks([task]);

@@ -1,10 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CollectorStatus } from '../../node/collector/node.ts';
-import { eventually, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
+import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
 import { collectorStatus } from '../helpers/collect.ts';
 import { INTERVAL, initFleet } from '../helpers/fleet.ts';
+import { workerProc } from './helpers.ts';
 
 const box = new Sandbox();
 const workers: ChildProcess[] = [];
@@ -15,32 +16,8 @@ afterAll(async () => {
 });
 
 /** A worker process (test/collect/worker-proc.ts) producing `total` samples. */
-function worker(token: string, logPath: string, name: string, total: number, intervalMs: number) {
-  const child = spawn(
-    process.execPath,
-    [join(REPO, 'test/collect/worker-proc.ts'), token, logPath, name, String(total), String(intervalMs)],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  workers.push(child);
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-  });
-  child.stderr.on('data', (d) => {
-    out += d;
-  });
-  return {
-    child,
-    async waitFor(pattern: RegExp, timeoutMs = 30_000) {
-      const end = Date.now() + timeoutMs;
-      while (!pattern.test(out)) {
-        if (Date.now() > end) throw new Error(`worker ${name}: timed out waiting for ${pattern}\n${out}`);
-        if (child.exitCode !== null) throw new Error(`worker ${name} exited (${child.exitCode}):\n${out}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    },
-  };
-}
+const worker = (token: string, logPath: string, name: string, total: number, intervalMs: number) =>
+  workerProc(workers, { token, logPath, name, total, intervalMs });
 
 describe('vtnode collect (separate processes on loopback)', () => {
   it('two collectors, one killed mid-run and restarted, end with identical, complete datasets', async () => {
@@ -91,8 +68,8 @@ describe('vtnode collect (separate processes on loopback)', () => {
       'collector 2 complete',
     );
     expect(s2.contentDigest).toBe(s1.contentDigest);
-    // The restarted collector got what it missed over /vtnode/log/1, not from gossip.
-    expect(c2.output()).toMatch(/caught up \d+ digests from/);
+    // The restarted collector got what it missed over /vtnode/log/2, not from gossip.
+    expect(c2.output()).toMatch(/caught up \d+ digests of \S+ from/);
     expect(s1.trust.map((t) => t.trust)).toEqual([1, 1]);
     expect(s1.trust.map((t) => t.highWater)).toEqual([120, 120]);
 

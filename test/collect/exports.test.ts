@@ -5,11 +5,11 @@ import { validGroups } from '../../node/collector/export.ts';
 import { passAtK } from '../../node/collector/passk.ts';
 import { buildReport } from '../../node/collector/report.ts';
 import { type DatasetStore, openDatasetStore } from '../../node/collector/store.ts';
-import { digestOf } from '../../node/digests/codec.ts';
 import { fingerprint } from '../../protocol/canonical.ts';
 import type { SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 import { vtnode } from '../helpers/cli.ts';
+import { signedDigest, testSigner } from '../helpers/digests.ts';
 import { sampleBody, sampleTask } from '../helpers/samples.ts';
 import { tempDir } from './helpers.ts';
 
@@ -89,7 +89,9 @@ const TASKS = [
   task('eval-0', 'eval-group-0', 'eval'),
   task('eval-1', 'eval-group-1', 'eval'),
 ];
-const ORIGINS = ['12D3KooWorkerA', '12D3KooWorkerB'];
+const SIGNERS = await Promise.all([testSigner(), testSigner()]);
+const ORIGINS = SIGNERS.map((s) => s.origin);
+const signerOf = (origin: string) => SIGNERS.find((s) => s.origin === origin)!;
 
 /** Every (task, model, index) sample: passes when (task + index) is even for qwen, index 0 only for llama. */
 function bodies(): { origin: string; body: SampleBody }[] {
@@ -117,7 +119,7 @@ function fill(store: DatasetStore, order: 'forward' | 'reverse'): void {
   const entries = all.map(({ origin, body }) => {
     const seq = (seqs.get(origin) ?? 0) + 1;
     seqs.set(origin, seq);
-    return { d: digestOf({ seq, origin, body }), body };
+    return { d: signedDigest(signerOf(origin), seq, body), body };
   });
   if (order === 'reverse') entries.reverse();
   for (const { d } of entries) store.addDigest(d);
@@ -254,7 +256,7 @@ describe('vtnode export', () => {
     const s = openDatasetStore(ds);
     fill(s, 'forward');
     const extra = sampleBody('unknown-task', 'qwen', 0, { candidate: 'export const x = 1;\n' });
-    const d = digestOf({ seq: 1000, origin: 'peer-z', body: extra });
+    const d = signedDigest(await testSigner(), 1000, extra);
     s.addDigest(d);
     s.putBody(d, extra);
     s.quarantineOrigin(ORIGINS[0]!);
@@ -323,10 +325,10 @@ describe('vtnode report', () => {
     expect(human.stdout).toMatch(/qwen\s+8\s+32\s+50\.0%/);
   }, 30_000);
 
-  it('counts a sample whose audit failed with its audited reward', () => {
+  it('counts a sample whose audit failed with its audited reward', async () => {
     const s = openDatasetStore(join(tmp.dir, 'audited'));
     const b = sampleBody('t', 'qwen', 0);
-    const d = digestOf({ seq: 1, origin: 'p', body: b });
+    const d = signedDigest(await testSigner(), 1, b);
     s.addDigest(d);
     s.putBody(d, b);
     expect(buildReport(s.samples()).models[0]).toMatchObject({ pass1: 1, auditFailures: 0 });

@@ -2,8 +2,8 @@ import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatasetStore } from '../../node/collector/store.ts';
-import { digestOf } from '../../node/digests/codec.ts';
 import { vtnode } from '../helpers/cli.ts';
+import { signedDigest, testSigner } from '../helpers/digests.ts';
 import { sampleBody } from '../helpers/samples.ts';
 import { makeTask, NODE_WS } from '../sandbox/fixtures.ts';
 import { tempDir } from './helpers.ts';
@@ -37,8 +37,9 @@ beforeAll(async () => {
   store.putTasks([task]);
   const old = sampleBody(task.id, 'qwen', 0, { candidate: reference });
   const current = sampleBody(task.id, 'qwen', 1, { candidate: reference + SUB });
+  const worker = await testSigner();
   for (const [seq, b] of [old, current].entries()) {
-    const d = digestOf({ seq: seq + 1, origin: 'peer-w', body: b });
+    const d = signedDigest(worker, seq + 1, b);
     store.addDigest(d);
     store.putBody(d, b);
   }

@@ -1,21 +1,25 @@
-// Child process for the multi-process collect test: a worker's collection side only (no models):
-// joins a fleet with a token, serves /vtnode/sample/1 and /vtnode/log/1 from its sample log, and
+// Child process for the multi-process collect tests: a worker's collection side only (no models):
+// joins a fleet with a token, serves /vtnode/sample/2 and /vtnode/log/2 from its sample log, and
 // appends a sample every `intervalMs` (publishing its digest), printing `seq <n>` after each, until
 // `total` samples; then prints `done` and keeps serving until killed.
+// Args: TOKEN LOG_PATH NAME TOTAL INTERVAL_MS [NAMESPACE]. Samples are drawn from NAMESPACE (default
+// NAME): two workers of one namespace produce the same sample ids with the same candidates, as an
+// honest worker does when it redoes the job of a worker that died.
 import { dirname, join } from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
 import { acceptToken } from '../../cli/commands/join.ts';
 import { DataDir } from '../../node/data-dir.ts';
 import { digestOf } from '../../node/digests/codec.ts';
 import { createDigestGossip } from '../../node/digests/gossip.ts';
-import { createLogServer, createSampleServer } from '../../node/digests/servers.ts';
+import { createLogServer, createSampleServer, logBodies, logDigests } from '../../node/digests/servers.ts';
+import { digestSigner } from '../../node/digests/signature.ts';
 import { createFleet } from '../../node/fleet/fleet.ts';
 import { startMemberHost } from '../../node/membership/member-host.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
 import { advertTopic, digestTopic } from '../../protocol/topics.ts';
 import { sampleBody } from '../helpers/samples.ts';
 
-const [token, logPath, name, total, intervalMs] = process.argv.slice(2);
+const [token, logPath, name, total, intervalMs, namespace = name] = process.argv.slice(2);
 // A member like any other: the token's invitation is exchanged for a certificate (its own data dir
 // beside the log keeps identity and certificate, so a restarted worker is the same member).
 const dataDir = new DataDir(join(dirname(logPath!), `${name}-node`));
@@ -28,9 +32,13 @@ const { host, membership } = await startMemberHost({
   mdns: false,
   topics: [advertTopic(fleet.fleet), digestTopic(fleet.fleet)],
 });
-const log = openSampleLog({ path: logPath!, origin: host.peerId.toString() });
-await createSampleServer({ host, source: log });
-await createLogServer({ host, source: log });
+const log = openSampleLog({
+  path: logPath!,
+  origin: host.peerId.toString(),
+  signer: digestSigner(privateKey),
+});
+await createSampleServer({ host, source: logBodies(log) });
+await createLogServer({ host, source: logDigests(log) });
 const gossip = createDigestGossip({ host, fleetId: fleet.fleet, members: membership });
 // Advertise like a daemon does, so every member (a restarted collector too) learns this worker's address.
 createFleet({
@@ -69,9 +77,9 @@ const step = async () => {
     process.stdout.write('done\n');
     return;
   }
-  const body = sampleBody(`${name}-task-${i % 10}`, i % 2 ? 'qwen' : 'llama', i, {
+  const body = sampleBody(`${namespace}-task-${i % 10}`, i % 2 ? 'qwen' : 'llama', i, {
     reward: i % 4 === 0 ? 0 : 1,
-    candidate: `// ${name} ${i}\nexport const f = () => ${i};\n`,
+    candidate: `// ${namespace} ${i}\nexport const f = () => ${i};\n`,
   });
   const logged = log.append(body);
   await gossip.publish(digestOf(logged));

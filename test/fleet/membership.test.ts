@@ -142,7 +142,7 @@ describe('membership (real processes over TCP on loopback)', () => {
     await squatter.waitFor(/outsider: disconnected after \d+ ms/, GRACE_MS + 10_000);
     expect(squatter.output()).not.toMatch(/log stream answered/);
     await aNode.proc.waitFor(
-      new RegExp(`/vtnode/log/1 stream from ${squatterId} failed: .*no valid membership certificate`),
+      new RegExp(`/vtnode/log/2 stream from ${squatterId} failed: .*no valid membership certificate`),
       15_000,
     );
     for (const dir of [a.dataDir, b.dataDir]) {

@@ -79,7 +79,7 @@ export function waitForPeers(dataDir: string, expected: string[], timeoutMs = 20
   );
 }
 
-export async function peerIdOf(dataDir: string, timeoutMs = 20_000): Promise<string> {
+export async function peerIdOf(dataDir: string, timeoutMs = 60_000): Promise<string> {
   return eventually(async () => (await status(dataDir)).self, timeoutMs, `${dataDir} to answer status`);
 }
 

@@ -1,10 +1,12 @@
 // Child process for the crash test: appends samples to a sample log forever, printing
 // `ack <seq> <sampleId>` after each append has returned (committed). The parent SIGKILLs it.
 import { openSampleLog } from '../../node/worker/sample-log.ts';
+import { seededSigner } from './digests.ts';
 import { sampleBody } from './samples.ts';
 
+// The parent's origin is the key of seed 1 (test/worker/sample-log.test.ts).
 const [path, origin] = process.argv.slice(2);
-const sampleLog = openSampleLog({ path: path!, origin: origin! });
+const sampleLog = openSampleLog({ path: path!, origin: origin!, signer: await seededSigner(1) });
 let i = 0;
 const step = () => {
   for (let n = 0; n < 20; n++, i++) {

@@ -3,15 +3,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { signatureError } from '../../node/digests/signature.ts';
 import { openDatabase } from '../../node/sqlite.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
-import { Digest } from '../../protocol/digest.ts';
+import { SignedDigest } from '../../protocol/digest.ts';
 import { ParseError } from '../../protocol/parse.ts';
 import { contentHash } from '../../protocol/sample.ts';
 import { REPO } from '../helpers/cli.ts';
+import { seededSigner } from '../helpers/digests.ts';
 import { sampleBody } from '../helpers/samples.ts';
 
-const ORIGIN = '12D3KooWorigin';
+/** The origin of these logs: a fixed key (helpers/sample-log-writer.ts signs with the same one). */
+const SIGNER = await seededSigner(1);
+const ORIGIN = SIGNER.origin;
 let dir: string;
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'vt-samplelog-'));
@@ -22,7 +26,7 @@ afterEach(async () => {
 
 describe('sample log', () => {
   it('appends with gapless per-origin seqs and reads back by id and as digests', () => {
-    const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: ORIGIN });
+    const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: ORIGIN, signer: SIGNER });
     const bodies = [0, 1, 2, 3].map((i) => sampleBody('t1', 'qwen', i, { reward: i === 2 ? 0.5 : 1 }));
     const rows = bodies.map((b) => sampleLog.append(b));
     expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4]);
@@ -35,7 +39,14 @@ describe('sample log', () => {
 
     const digests = sampleLog.digestsSince(1, 2);
     expect(digests.map((d) => d.seq)).toEqual([2, 3]);
-    for (const d of digests) expect(Digest.parse(d)).toEqual(d);
+    for (const d of digests) {
+      expect(SignedDigest.parse(d)).toEqual(d);
+      expect(signatureError(d)).toBeNull();
+    }
+    expect(sampleLog.bySeq([4, 9, 1]).map((r) => r.body.sampleId)).toEqual([
+      bodies[3]!.sampleId,
+      bodies[0]!.sampleId,
+    ]);
     expect(digests[1]).toMatchObject({
       sampleId: bodies[2]!.sampleId,
       reward: 0.5,
@@ -50,7 +61,7 @@ describe('sample log', () => {
   });
 
   it('is idempotent on sample id: a repeat returns the existing row and takes no seq', () => {
-    const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: ORIGIN });
+    const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: ORIGIN, signer: SIGNER });
     const first = sampleLog.append(sampleBody('t1', 'qwen', 0));
     sampleLog.append(sampleBody('t1', 'qwen', 1));
     // Same id, another candidate (a re-run with the same seed on a non-deterministic server): first write wins.
@@ -64,7 +75,7 @@ describe('sample log', () => {
   });
 
   it('rejects bad bodies with the field named and writes nothing', () => {
-    const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: ORIGIN });
+    const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: ORIGIN, signer: SIGNER });
     const good = sampleBody('t1', 'qwen', 0);
     expect(() => sampleLog.append({ ...good, score: { ...good.score, reward: 1.5 } })).toThrow(
       /score.reward/,
@@ -79,22 +90,56 @@ describe('sample log', () => {
 
   it('survives close and reopen, continues the seq, and refuses another origin', () => {
     const path = join(dir, 'samples.db');
-    let sampleLog = openSampleLog({ path, origin: ORIGIN });
+    let sampleLog = openSampleLog({ path, origin: ORIGIN, signer: SIGNER });
     for (let i = 0; i < 5; i++) sampleLog.append(sampleBody('t1', 'qwen', i));
     sampleLog.close();
-    sampleLog = openSampleLog({ path, origin: ORIGIN });
+    sampleLog = openSampleLog({ path, origin: ORIGIN, signer: SIGNER });
     expect(sampleLog.counts().highWater).toBe(5);
     expect(sampleLog.append(sampleBody('t1', 'qwen', 4)).created).toBe(false);
     expect(sampleLog.append(sampleBody('t2', 'qwen', 0)).seq).toBe(6);
     sampleLog.close();
     expect(() => openSampleLog({ path, origin: '12D3KooWsomeoneelse' })).toThrow(
-      /belongs to peer 12D3KooWorigin/,
+      new RegExp(`belongs to peer ${ORIGIN}`),
     );
+  });
+
+  it('signs the digests of a log written before digests were signed, and opens read-only without a signer', () => {
+    const path = join(dir, 'samples.db');
+    const old = openDatabase(path);
+    old.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+      CREATE TABLE samples (seq INTEGER PRIMARY KEY, sample_id TEXT NOT NULL UNIQUE, task_id TEXT NOT NULL,
+        model TEXT NOT NULL, split TEXT NOT NULL, reward REAL NOT NULL, content_hash TEXT NOT NULL,
+        eval_fingerprint TEXT NOT NULL, body TEXT NOT NULL) STRICT;`);
+    old.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('origin', ORIGIN);
+    const body = sampleBody('t1', 'qwen', 0);
+    old
+      .prepare('INSERT INTO samples VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(
+        body.sampleId,
+        't1',
+        'qwen',
+        'train',
+        1,
+        body.contentHash,
+        body.score.evalFingerprint,
+        JSON.stringify(body),
+      );
+    old.close();
+    const readOnly = openSampleLog({ path, origin: ORIGIN });
+    expect(() => readOnly.append(sampleBody('t1', 'qwen', 1))).toThrow(/read-only/);
+    readOnly.close();
+    const sampleLog = openSampleLog({ path, origin: ORIGIN, signer: SIGNER });
+    const [d] = sampleLog.digestsSince(0, 10);
+    expect(d).toMatchObject({ seq: 1, sampleId: body.sampleId });
+    expect(signatureError(d!)).toBeNull();
+    expect(sampleLog.append(sampleBody('t1', 'qwen', 1)).seq).toBe(2);
+    sampleLog.close();
+    expect(() => openSampleLog({ path, origin: 'someone-else', signer: SIGNER })).toThrow(/signer's key/);
   });
 
   it('names the row when a stored body is corrupt', () => {
     const path = join(dir, 'samples.db');
-    const sampleLog = openSampleLog({ path, origin: ORIGIN });
+    const sampleLog = openSampleLog({ path, origin: ORIGIN, signer: SIGNER });
     const body = sampleBody('t1', 'qwen', 0);
     sampleLog.append(body);
     const db = openDatabase(path);
@@ -159,7 +204,7 @@ describe('sample log', () => {
     expect(await exited).toBe('SIGKILL');
     expect(stderr).not.toMatch(/ExperimentalWarning/);
 
-    const sampleLog = openSampleLog({ path, origin: ORIGIN });
+    const sampleLog = openSampleLog({ path, origin: ORIGIN, signer: SIGNER });
     const { samples, highWater } = sampleLog.counts();
     expect(highWater).toBe(samples); // seqs 1..n without gaps
     expect(highWater).toBeGreaterThanOrEqual(acked.at(-1)!.seq);

@@ -1,0 +1,209 @@
+// Load drill (issue 11, Build 7): a campaign of N samples (default 20,000) through 5 nodes and 2 collectors, with
+// emulated model servers and a fast scoring script instead of the sandbox (helpers/fast-scoring-node.ts),
+// so the mesh itself is measured: placement, sample logs, digest gossip, catch-up and body fetches.
+// Checks completion and that both collectors hold exactly the N distinct samples; prints peak RSS per
+// process and the digest-to-collector lag (polled once a second) as JSON.
+//   node bench/load.ts [--k 200]   (25 tasks x 4 models x k samples)
+
+import { strict as assert } from 'node:assert';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { parseArgs } from 'node:util';
+import { DATASET_DB } from '../node/collector/store.ts';
+import { connectControl } from '../node/control/client.ts';
+import { DataDir } from '../node/data-dir.ts';
+import { createEmulator } from '../node/model-server/emulator.ts';
+import type { CampaignStatus } from '../node/submitter/service.ts';
+import { LEDGER, mineLedger, writeTasks } from '../test/helpers/campaign.ts';
+import { eventually, type Proc, Sandbox, vtnode } from '../test/helpers/cli.ts';
+import { collectorStatus } from '../test/helpers/collect.ts';
+import { INTERVAL, initFleet, peerIdOf, status, waitForPeers } from '../test/helpers/fleet.ts';
+
+const NODE = join(import.meta.dirname, '..', 'test', 'helpers', 'fast-scoring-node.ts');
+const TASKS = 25;
+const MODELS = ['coder-a', 'coder-b', 'coder-c', 'coder-d'];
+const { values } = parseArgs({ options: { k: { type: 'string', default: '200' } } });
+const K = Number(values.k);
+const TOTAL = TASKS * MODELS.length * K;
+
+const box = new Sandbox();
+const closers: (() => Promise<void>)[] = [];
+
+/** Peak resident set of a live process, MiB (VmHWM). */
+async function peakRssMiB(proc: Proc): Promise<number> {
+  const text = await readFile(`/proc/${proc.child.pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(text)![1]) / 1024;
+}
+
+/** Distinct sample ids with a verified-against-digest body in a collector's dataset. */
+function datasetIds(dataset: string): string[] {
+  const db = new DatabaseSync(join(dataset, DATASET_DB), { readOnly: true });
+  try {
+    const rows = db
+      .prepare("SELECT DISTINCT sample_id AS id FROM samples WHERE body_state = 'ok' ORDER BY sample_id")
+      .all() as { id: string }[];
+    return rows.map((r) => r.id);
+  } finally {
+    db.close();
+  }
+}
+
+const percentile = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
+};
+
+async function main(): Promise<void> {
+  {
+    const dir = await box.tempDir('vt-load-');
+    const tasks = (await mineLedger(dir)).tasks.slice(0, TASKS);
+    assert.equal(tasks.length, TASKS);
+    const file = await writeTasks(join(dir, 'tasks.jsonl'), tasks);
+
+    const nodeArgs: string[][] = [];
+    for (let i = 0; i < 5; i++) {
+      const s = await createEmulator({
+        emulate: 'llama-server',
+        models: MODELS,
+        tasks,
+        timeScale: 0.001,
+        concurrency: 8,
+        cachePrompts: 64,
+        script: 'mixed',
+      });
+      closers.push(() => s.close());
+      nodeArgs.push(['--model-server', s.url, '--workspace', LEDGER, '--max-jobs', '4']);
+    }
+    const { dataDir: d0, token } = await initFleet(box, 'load', nodeArgs[0]);
+    const procs: Record<string, Proc> = { node0: box.spawn(['start', '--data-dir', d0], {}, [], NODE) };
+    const dirs = [d0];
+    for (let i = 1; i < 5; i++) {
+      const d = await box.tempDir('vt-load-node-');
+      const args = ['join', token, '--data-dir', d, '--listen', '/ip4/127.0.0.1/tcp/0'];
+      procs[`node${i}`] = box.spawn([...args, '--advert-interval', INTERVAL, ...nodeArgs[i]!], {}, [], NODE);
+      dirs.push(d);
+    }
+    const datasets: string[] = [];
+    const collectorDirs: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const d = await box.tempDir('vt-load-collector-');
+      const out = join(d, 'dataset');
+      procs[`collector${i}`] = box.spawn([
+        'collect',
+        '--data-dir',
+        d,
+        '--token',
+        token,
+        '--listen',
+        '/ip4/127.0.0.1/tcp/0',
+        '--advert-interval',
+        INTERVAL,
+        '--out',
+        out,
+        '--tasks',
+        file,
+        '--audit-fraction',
+        '0',
+        '--catch-up-interval',
+        '10s',
+      ]);
+      datasets.push(out);
+      collectorDirs.push(d);
+    }
+    // One at a time: seven status pollers at once would starve the nodes they wait for on 2 cores.
+    const peers = await (async () => {
+      const out: string[] = [];
+      for (const d of [...dirs, ...collectorDirs]) out.push(await peerIdOf(d));
+      return out;
+    })().catch((err: Error) => {
+      const out = Object.entries(procs).map(
+        ([k, p]) =>
+          `--- ${k} (exit ${p.child.exitCode}, pid ${p.child.pid}, ${p.child.spawnargs.join(' ').slice(0, 200)})\n${p.output().slice(-1500)}`,
+      );
+      throw new Error(`${err.message}\n${out.join('\n')}`);
+    });
+    await waitForPeers(d0, peers, 60_000);
+    const workers = new Set(peers.slice(0, 5));
+    await eventually(
+      async () =>
+        (await status(d0)).nodes.filter(
+          (x) => workers.has(x.peerId) && x.models.length === MODELS.length && x.sandbox.ok,
+        ).length === 5,
+      120_000,
+      'five ready workers',
+    );
+
+    // Poll the submitter's scored count and each collector's bodies once a second.
+    const scoredAt: number[] = [];
+    const bodiesAt: number[][] = [[], []];
+    const milestone = (list: number[], count: number, now: number) => {
+      while (list.length < Math.floor(count / 1000)) list.push(now);
+    };
+    let polling = true;
+    const poll = (async () => {
+      const control = await connectControl(new DataDir(d0));
+      while (polling) {
+        const now = Date.now();
+        const st = await control
+          .call<CampaignStatus>('POST', '/campaign/status', { name: 'load' })
+          .catch(() => null);
+        if (st) milestone(scoredAt, st.summary.samples.scored, now);
+        for (const [i, d] of collectorDirs.entries())
+          milestone(bodiesAt[i]!, (await collectorStatus(d))?.stats.bodies ?? 0, now);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    })();
+
+    const started = Date.now();
+    const models = MODELS.flatMap((m) => ['--model', m]);
+    const args = ['--tasks', file, ...models, '--split', 'all', '-k', String(K), '--campaign', 'load'];
+    const res = await vtnode(['run', '--data-dir', d0, ...args, '--json'], { timeoutMs: 1_500_000 });
+    const campaignMs = Date.now() - started;
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual((({ planned, scored }) => ({ planned, scored }))(JSON.parse(res.stdout).samples), {
+      planned: TOTAL,
+      scored: TOTAL,
+    });
+
+    for (const d of collectorDirs)
+      await eventually(
+        async () => {
+          const s = await collectorStatus(d);
+          return s && s.stats.bodies >= TOTAL && s.stats.pending === 0 ? s : null;
+        },
+        300_000,
+        `collector ${d} to hold ${TOTAL} bodies`,
+      );
+    polling = false;
+    await poll;
+    const rss = Object.fromEntries(
+      await Promise.all(Object.entries(procs).map(async ([k, p]) => [k, await peakRssMiB(p)] as const)),
+    );
+    const lags = bodiesAt.flatMap((list) => list.map((t, i) => t - scoredAt[i]!).filter(Number.isFinite));
+    const ids = datasets.map(datasetIds);
+    assert.equal(ids[0]!.length, TOTAL);
+    assert.deepEqual(ids[1], ids[0]);
+    const [c0, c1] = await Promise.all(collectorDirs.map(collectorStatus));
+    assert.equal(c1!.contentDigest, c0!.contentDigest);
+
+    const figures = {
+      samples: TOTAL,
+      nodes: 5,
+      collectors: 2,
+      campaignSeconds: Math.round(campaignMs / 1000),
+      samplesPerSecond: Math.round(TOTAL / (campaignMs / 1000)),
+      peakRssMiB: Object.fromEntries(Object.entries(rss).map(([k, v]) => [k, Math.round(v)])),
+      lagMs: { p50: percentile(lags, 50), p99: percentile(lags, 99), milestones: lags.length },
+      distinctInBothDatasets: ids[0]!.length,
+    };
+    process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+  }
+}
+
+try {
+  await main();
+} finally {
+  await box.cleanup();
+  await Promise.all(closers.map((c) => c()));
+}

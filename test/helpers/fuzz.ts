@@ -1,0 +1,120 @@
+// Seeded frame mutations for protocol fuzzing: given a valid message of a protocol, produces hostile
+// frames (raw bytes, wrong lengths, wrong types, hostile values in valid shapes). Deterministic per
+// seed, so a failing case is replayed by its seed and index.
+import { encode } from 'it-length-prefixed';
+import { type Rng, rng } from '../../node/model-server/random.ts';
+
+/** One fuzz case: the bytes to write on a fresh stream, and what they are. */
+export interface FuzzCase {
+  kind: string;
+  bytes: Uint8Array;
+}
+
+const text = new TextEncoder();
+const frame = (payload: Uint8Array): Uint8Array => encode.single(payload).subarray();
+const json = (value: unknown): Uint8Array => frame(text.encode(JSON.stringify(value)));
+
+function deep(depth: number): unknown {
+  let v: unknown = 0;
+  for (let i = 0; i < depth; i++) v = [v];
+  return v;
+}
+
+/** Values that break careless code: extremes, wrong types, huge and deep structures, pollution keys. */
+const HOSTILE: (() => unknown)[] = [
+  () => -1,
+  () => 0,
+  () => 1e308,
+  () => -1e308,
+  () => Number.MAX_SAFE_INTEGER + 2,
+  () => 0.5,
+  () => '',
+  () => 'x'.repeat(200_000),
+  () => '\u0000\uffff\ud800',
+  () => '../../../../etc/passwd',
+  () => null,
+  () => true,
+  () => [],
+  () => ({}),
+  () => Array.from({ length: 10_000 }, (_, i) => i),
+  () => deep(5000),
+  () => JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}}'),
+];
+
+const pick = <T>(r: Rng, xs: readonly T[]): T => xs[Math.floor(r.next() * xs.length)]!;
+
+/** Every path (array of keys) to a value inside `v`. */
+function paths(v: unknown, prefix: (string | number)[] = [], out: (string | number)[][] = []) {
+  if (prefix.length > 0) out.push(prefix);
+  if (v && typeof v === 'object' && prefix.length < 6)
+    for (const [k, child] of Object.entries(v))
+      paths(child, [...prefix, Array.isArray(v) ? Number(k) : k], out);
+  return out;
+}
+
+function replaced(value: unknown, path: (string | number)[], next: unknown): unknown {
+  const copy = structuredClone(value) as Record<string | number, unknown>;
+  let at = copy;
+  for (const k of path.slice(0, -1)) at = at[k] as Record<string | number, unknown>;
+  at[path.at(-1)!] = next;
+  return copy;
+}
+
+/** `count` hostile frames derived from `valid`, deterministic in `seed`. */
+export function fuzzCases(valid: unknown, count: number, seed: number): FuzzCase[] {
+  const r = rng(seed);
+  const all = paths(valid);
+  const makers: [string, () => Uint8Array][] = [
+    [
+      'random bytes',
+      () => Uint8Array.from({ length: 1 + Math.floor(r.next() * 2048) }, () => r.next() * 256),
+    ],
+    [
+      'random payload',
+      () => frame(Uint8Array.from({ length: Math.floor(r.next() * 512) }, () => r.next() * 256)),
+    ],
+    ['oversized length', () => Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3)],
+    [
+      'truncated frame',
+      () => {
+        const f = json(valid);
+        return f.subarray(0, 1 + Math.floor(r.next() * (f.length - 1)));
+      },
+    ],
+    ['not UTF-8', () => frame(Uint8Array.of(0x7b, 0xc3, 0x28, 0x7d))],
+    ['wrong top-level type', () => json(pick(r, [null, [], 'x', 1, true, [valid]]))],
+    ['hostile value', () => json(replaced(valid, pick(r, all), pick(r, HOSTILE)()))],
+    [
+      'missing field',
+      () => {
+        const path = pick(r, all);
+        const copy = replaced(valid, path, undefined);
+        return json(copy);
+      },
+    ],
+    [
+      'extra fields',
+      () => json({ ...(valid as object), extra: pick(r, HOSTILE)(), __proto__: { admin: true } }),
+    ],
+    ['many frames', () => Buffer.concat(Array.from({ length: 200 }, () => json(valid)))],
+  ];
+  return Array.from({ length: count }, (_, i) => {
+    const [kind, make] = makers[i % makers.length]!;
+    return { kind, bytes: make() };
+  });
+}
+
+/** Gossip payloads (no length prefix: a gossip message is one payload). */
+export function fuzzPayloads(valid: unknown, count: number, seed: number): FuzzCase[] {
+  return fuzzCases(valid, count, seed).map((c) => {
+    // Drop the length prefix of framed cases; raw cases stay raw.
+    const bytes = c.kind === 'random bytes' || c.kind === 'oversized length' ? c.bytes : unprefixed(c.bytes);
+    return { kind: c.kind, bytes };
+  });
+}
+
+function unprefixed(bytes: Uint8Array): Uint8Array {
+  let i = 0;
+  while (i < bytes.length && bytes[i]! & 0x80) i++;
+  return bytes.subarray(Math.min(bytes.length, i + 1));
+}
