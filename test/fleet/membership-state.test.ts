@@ -117,6 +117,25 @@ describe('membership state of a data dir', () => {
     });
   });
 
+  it('revocations merged at the same time (gossip and hellos) all end up on disk', async () => {
+    const { state, dataDir, authority } = await founder();
+    // Rounds of concurrent merges: unordered file writes left an older list on disk now and then.
+    for (let round = 1; round <= 4; round++) {
+      const peers = await Promise.all(Array.from({ length: 24 }, () => newPeer()));
+      const entries = await Promise.all(
+        peers.map((id) =>
+          signRevocation(authority.key(1), { fleet: 'state', gen: 1, kind: 'peer', id, at: T0 }),
+        ),
+      );
+      await Promise.all(entries.map((r) => state.addRevocations([r])));
+      expect(state.revocations()).toHaveLength(24 * round);
+      const saved = JSON.parse(await readFile(dataDir.path('revocations.json'), 'utf8')) as {
+        entries: unknown[];
+      };
+      expect(saved.entries).toHaveLength(24 * round);
+    }
+  });
+
   it('a rotation: next-generation certificates wait for the switch, then old ones stop counting', async () => {
     const { state, dataDir, peerId, issue, clock } = await founder();
     const [kept, missed] = [await newPeer(), await newPeer()];

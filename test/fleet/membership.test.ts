@@ -159,16 +159,23 @@ describe('membership (real processes over TCP on loopback)', () => {
     const rest = [ids['a']!, ids['b']!];
     await waitForPeers(a.dataDir, rest, 15_000);
     await waitForPeers(b.dataDir, rest, 15_000);
-    // The revocation reached B by gossip (and is saved in its data dir).
+    // Both revocations reached B (each travels on its own, by gossip and in hellos) and are saved in its data dir.
+    expect(result.version).toBe(2);
     await eventually(
-      async () => (await members(b.dataDir)).members.find((m) => m.peerId === ids['c'])?.revoked,
+      async () => {
+        const report = await members(b.dataDir);
+        const saved = JSON.parse(await readFile(join(b.dataDir, 'revocations.json'), 'utf8')) as {
+          entries: unknown[];
+        };
+        return (
+          report.revocations === 2 &&
+          saved.entries.length === 2 &&
+          report.members.find((m) => m.peerId === ids['c'])?.revoked
+        );
+      },
       15_000,
-      'B to hold the revocation',
+      'B to hold and save both revocations',
     );
-    const saved = JSON.parse(await readFile(join(b.dataDir, 'revocations.json'), 'utf8')) as {
-      entries: unknown[];
-    };
-    expect(saved.entries).toHaveLength(2);
 
     // C comes back with its identity and its (unexpired) certificate: every connection is refused.
     c.proc.child.kill('SIGTERM');
