@@ -136,6 +136,14 @@ export async function loadMembershipState(options: MembershipStateOptions): Prom
   let dirty = false;
 
   const context = (): VerifyContext => ({ chain, now: now(), revoked: index });
+  // File writes run one at a time, each writing the state as it is when its turn comes: two changes
+  // that finish together (a gossiped revocation and a hello's) cannot leave the older one on disk.
+  let saving: Promise<void> = Promise.resolve();
+  const save = (write: () => Promise<void>): Promise<void> => {
+    saving = saving.catch(() => {}).then(write);
+    return saving;
+  };
+  const saveRevocations = () => save(() => files.writeRevocations(revocations));
 
   // Revocations from disk are verified again (a list from an older key chain, a hand-edited file).
   {
@@ -188,7 +196,7 @@ export async function loadMembershipState(options: MembershipStateOptions): Prom
     async setOwn(cert) {
       own = cert;
       remember(cert, true);
-      await files.writeCertificate(cert);
+      await save(() => (own ? files.writeCertificate(own) : Promise.resolve()));
     },
     context,
     async accept(value, presenter) {
@@ -228,7 +236,7 @@ export async function loadMembershipState(options: MembershipStateOptions): Prom
         merged.entries.length !== revocations.length;
       revocations = merged.entries;
       index = indexRevocations(revocations);
-      if (changed) await files.writeRevocations(revocations);
+      if (changed) await saveRevocations();
       return merged.added;
     },
     members() {
@@ -293,7 +301,7 @@ export async function loadMembershipState(options: MembershipStateOptions): Prom
     async flush() {
       if (!dirty) return;
       dirty = false;
-      await files.writeMembers(Object.fromEntries(known));
+      await save(() => files.writeMembers(Object.fromEntries(known)));
     },
   };
 
