@@ -9,6 +9,8 @@ import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { pnetKey } from '../data-dir.ts';
+import { createInboundGater, type InboundGater } from './gater.ts';
+import type { InboundGuard } from './inbound-guard.ts';
 
 /** Largest gossip message a node accepts from a peer, bytes (every topic caps its own messages lower at publish). */
 export const MAX_GOSSIP_BYTES = 1024 * 1024;
@@ -47,7 +49,9 @@ function switchablePsk(psk: string | (() => string)) {
         const key = typeof psk === 'function' ? psk() : psk;
         let protector = protectors.get(key);
         if (!protector) {
-          protector = preSharedKey({ psk: pnetKey(key) })(components);
+          protector = preSharedKey({ psk: pnetKey(key), timeout: CONNECTION_LIMITS.pnetTimeoutMs })(
+            components,
+          );
           protectors.clear();
           protectors.set(key, protector);
         }
@@ -56,6 +60,27 @@ function switchablePsk(psk: string | (() => string)) {
     };
   };
 }
+
+/**
+ * Connection limits, chosen for a private fleet under load and under a flood from strangers (see
+ * docs/reliability.md, "Liveness and load"). Each value is one libp2p 2.10 option.
+ */
+export const CONNECTION_LIMITS = {
+  /** Time a peer has for its first pnet bytes (its nonce), ms; libp2p's 1 s default fails members on a starved machine. */
+  pnetTimeoutMs: 5000,
+  /** Time an inbound connection has for the whole upgrade (pnet, noise, yamux), ms. */
+  inboundUpgradeTimeoutMs: 10_000,
+  /** Inbound handshakes in progress over all addresses. */
+  maxIncomingPendingConnections: 128,
+  /** Inbound handshakes in progress from one address (a flood from one address leaves the rest free). */
+  maxPendingPerAddress: 16,
+  /** New inbound connections per address per second (many members behind one NAT, or loopback in tests). */
+  inboundConnectionThreshold: 200,
+  /** Interval of libp2p's connection pings, ms. */
+  pingIntervalMs: 10_000,
+  /** Time a ping may take before the connection is closed, ms (libp2p's 5 s closes connections to a node that is merely busy). */
+  pingTimeoutMs: 20_000,
+} as const;
 
 /**
  * The libp2p host of a vtnode: TCP, the fleet's private network (pnet), noise, yamux, identify and
@@ -89,15 +114,21 @@ export async function createHost(options: HostOptions): Promise<Host> {
     ]),
   );
 
-  return (await createLibp2p({
+  const limits = CONNECTION_LIMITS;
+  const inbound: InboundGater = createInboundGater({ maxPendingPerAddress: limits.maxPendingPerAddress });
+  const host = (await createLibp2p({
     privateKey: options.privateKey,
     addresses: { listen: options.listen },
     transports: [tcp()],
     connectionProtector: switchablePsk(options.psk),
+    // The stranger-flood guard (by address, before any handshake) and the membership and ban
+    // checks (by peer id, once the fleet key is proved) in one gater.
     connectionGater: {
+      ...inbound.gater,
       denyDialPeer: (peer: PeerId) => options.denyPeer?.(peer.toString(), 'outbound') ?? false,
-      denyInboundEncryptedConnection: (peer: PeerId) =>
-        options.denyPeer?.(peer.toString(), 'inbound') ?? false,
+      denyInboundEncryptedConnection: async (peer: PeerId, maConn) =>
+        (await inbound.gater.denyInboundEncryptedConnection!(peer, maConn)) ||
+        (options.denyPeer?.(peer.toString(), 'inbound') ?? false),
       denyOutboundEncryptedConnection: (peer: PeerId) =>
         options.denyPeer?.(peer.toString(), 'outbound') ?? false,
     },
@@ -106,9 +137,13 @@ export async function createHost(options: HostOptions): Promise<Host> {
     peerDiscovery,
     connectionManager: {
       maxConnections: 500,
-      // Many fleet members behind one address (a lab, loopback tests) connect at once.
-      inboundConnectionThreshold: 200,
-      maxIncomingPendingConnections: 100,
+      inboundConnectionThreshold: limits.inboundConnectionThreshold,
+      maxIncomingPendingConnections: limits.maxIncomingPendingConnections,
+      inboundUpgradeTimeout: limits.inboundUpgradeTimeoutMs,
+    },
+    connectionMonitor: {
+      pingInterval: limits.pingIntervalMs,
+      pingTimeout: { minTimeout: limits.pingTimeoutMs, maxTimeout: limits.pingTimeoutMs },
     },
     services: {
       identify: identify(),
@@ -130,4 +165,14 @@ export async function createHost(options: HostOptions): Promise<Host> {
       }),
     },
   })) as unknown as Host;
+  host.addEventListener('stop', () => inbound.stop(), { once: true });
+  guards.set(host, inbound.guard);
+  return host;
+}
+
+const guards = new WeakMap<Host, InboundGuard>();
+
+/** The inbound admission state of a host made by createHost (pending handshakes, bans). */
+export function inboundGuardOf(host: Host): InboundGuard | undefined {
+  return guards.get(host);
 }
