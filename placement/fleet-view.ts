@@ -1,4 +1,5 @@
 import type { Advert } from '../protocol/advert.ts';
+import { createFailureDetector, type FailureDetectorOptions, type PeerLiveness } from './failure-detector.ts';
 
 /** One node as the fleet view knows it. */
 export interface FleetNode {
@@ -13,10 +14,12 @@ export interface FleetNode {
 export interface FleetViewOptions {
   /** Peer id of the node that owns the view (its own advert is kept but never expires). */
   selfPeerId: string;
-  /** Advert interval in ms; a peer silent for `missedIntervals` of them is dropped. */
+  /** Advert interval in ms: the failure detector's nominal heartbeat interval. */
   intervalMs: number;
-  /** Intervals a peer may miss before it is dropped (default 3). */
+  /** Intervals a peer may miss without being dropped (default 3); a peer whose connection is down is dropped then. */
   missedIntervals?: number;
+  /** Failure detector settings other than the interval (placement/failure-detector.ts). */
+  detector?: Omit<FailureDetectorOptions, 'intervalMs' | 'minSilenceMs'>;
 }
 
 /** Why an advert was or was not taken. */
@@ -24,14 +27,22 @@ export type ApplyResult = 'new' | 'updated' | 'stale' | 'left';
 
 /**
  * The fleet view: the newest advert per peer. Pure state, driven by the node: `apply` each advert
- * received, `remove` on disconnect, `expire` on a timer. Older or equal sequence numbers are ignored,
- * a leaving advert removes the peer.
+ * received, `expire` on a timer. Older or equal sequence numbers are ignored, a leaving advert
+ * removes the peer. Adverts are the heartbeats of a φ accrual failure detector: a peer is dropped
+ * when the detector suspects it (a live node with jittery adverts keeps a longer grace than a
+ * regular one), or after `missedIntervals` silent intervals when its connection is down too.
  */
 export interface FleetView {
   apply(advert: Advert, now: number): ApplyResult;
+  /** Drops a peer at once and forgets its advert history. */
   remove(peerId: string): boolean;
-  /** Drops peers silent for longer than missedIntervals × intervalMs; returns their ids. */
-  expire(now: number): string[];
+  /**
+   * Drops the peers the failure detector suspects at `now`; `connected` says whether this node
+   * has a connection to a peer (default: every peer is). Returns the ids dropped.
+   */
+  expire(now: number, connected?: (peerId: string) => boolean): string[];
+  /** The failure detector's statistics of a peer (also of one dropped for silence, until it returns). */
+  liveness(peerId: string): PeerLiveness | undefined;
   get(peerId: string): FleetNode | undefined;
   /** Every node, self first, then by host name and peer id. */
   nodes(): FleetNode[];
@@ -41,6 +52,11 @@ export interface FleetView {
 export function createFleetView(options: FleetViewOptions): FleetView {
   const missed = options.missedIntervals ?? 3;
   const byPeer = new Map<string, FleetNode>();
+  const detector = createFailureDetector({
+    ...options.detector,
+    intervalMs: options.intervalMs,
+    minSilenceMs: missed * options.intervalMs,
+  });
 
   return {
     apply(advert, now) {
@@ -48,25 +64,30 @@ export function createFleetView(options: FleetViewOptions): FleetView {
       if (existing && advert.seq <= existing.advert.seq) return 'stale';
       if (advert.leaving) {
         byPeer.delete(advert.peerId);
+        detector.remove(advert.peerId);
         return 'left';
       }
       byPeer.set(advert.peerId, { advert, receivedAt: now, self: advert.peerId === options.selfPeerId });
+      detector.heartbeat(advert.peerId, now);
       return existing ? 'updated' : 'new';
     },
     remove(peerId) {
       if (peerId === options.selfPeerId) return false;
+      detector.remove(peerId);
       return byPeer.delete(peerId);
     },
-    expire(now) {
-      const limit = missed * options.intervalMs;
+    expire(now, connected = () => true) {
       const dropped: string[] = [];
       for (const [peerId, node] of byPeer) {
-        if (!node.self && now - node.receivedAt > limit) {
+        if (!node.self && detector.suspected(peerId, now, connected(peerId))) {
           byPeer.delete(peerId);
           dropped.push(peerId);
         }
       }
       return dropped;
+    },
+    liveness(peerId) {
+      return detector.liveness(peerId);
     },
     get(peerId) {
       return byPeer.get(peerId);

@@ -14,7 +14,7 @@ export interface FleetOptions {
   host: Host;
   /** Fleet id (scopes the topics). */
   fleetId: string;
-  /** Advert interval, ms; peers silent for 3 intervals are dropped. */
+  /** Advert interval, ms: the failure detector's heartbeat interval (placement/failure-detector.ts). */
   intervalMs: number;
   /** High part of the sequence numbers: the node's boot count, so a restarted node's adverts are newer. */
   seqBase: number;
@@ -173,12 +173,14 @@ export function createFleet(options: FleetOptions): Fleet {
   pubsub.addEventListener('message', onMessage);
   pubsub.subscribe(topic);
 
+  // A lost connection does not drop a node from the view (a busy node's connection may time out while
+  // its adverts still arrive through other members): it is dialled again, and dropped only if its
+  // adverts stop too (after `missedIntervals`, see placement/fleet-view.ts).
   const onDisconnect = (evt: CustomEvent<PeerId>) => {
     const peerId = evt.detail.toString();
-    if (view.remove(peerId)) {
-      log('%s disconnected: dropped from the fleet view', peerId);
-      changed();
-    }
+    if (!view.get(peerId)) return;
+    log('%s disconnected: dialling it again', peerId);
+    void ensureConnected(peerId);
   };
   host.addEventListener('peer:disconnect', onDisconnect);
   const onConnect = () => {
@@ -191,9 +193,22 @@ export function createFleet(options: FleetOptions): Fleet {
 
   for (const peerId of known.keys()) void ensureConnected(peerId);
 
+  const connected = (peerId: string) => host.getConnections(peerIdFromString(peerId)).length > 0;
+  let lastTick = Date.now();
   const tick = setInterval(() => {
+    const now = Date.now();
+    // A tick much later than due means this process was stalled (overloaded, suspended): the adverts
+    // that arrived meanwhile are still unread, so nobody is judged on this tick.
+    const since = now - lastTick;
+    lastTick = now;
     void publish();
-    if (view.expire(Date.now()).length > 0) changed();
+    if (since > 2 * options.intervalMs)
+      log('this node was stalled (%d ms since the last tick): no peer is expired on this tick', since);
+    else {
+      const dropped = view.expire(now, connected);
+      for (const peerId of dropped) log('%s went silent: dropped from the fleet view', peerId);
+      if (dropped.length > 0) changed();
+    }
     for (const peerId of known.keys()) void ensureConnected(peerId);
   }, options.intervalMs);
   void publish();
