@@ -8,17 +8,20 @@ export class ModelServerError extends Error {
   readonly retryable: boolean;
   /** HTTP status, when there was one. */
   readonly status: number | null;
+  /** True when the server did not answer in time (slow, not necessarily down). */
+  readonly timedOut: boolean;
 
   constructor(
     url: string,
     message: string,
-    options: { retryable?: boolean; status?: number | null; cause?: unknown } = {},
+    options: { retryable?: boolean; status?: number | null; timedOut?: boolean; cause?: unknown } = {},
   ) {
     super(`${url}: ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ModelServerError';
     this.url = url;
     this.retryable = options.retryable ?? false;
     this.status = options.status ?? null;
+    this.timedOut = options.timedOut ?? false;
   }
 }
 

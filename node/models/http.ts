@@ -22,7 +22,7 @@ export function endpoint(base: string, path: string): string {
 }
 
 /**
- * GET `url` and read its JSON. Connection failures, timeouts and 5xx throw a retryable
+ * GET `url` and read its JSON. Connection failures, timeouts (`timedOut`) and 5xx throw a retryable
  * ModelServerError naming the URL; a 404 (and other "no such endpoint" answers, or an HTML page)
  * resolve to `{ found: false }` so probing can try the next kind.
  */
@@ -40,7 +40,7 @@ export async function getJson(base: string, path: string, options: GetJsonOption
     if (options.signal?.aborted) throw new AbortedError(`GET ${url} aborted`);
     const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
     const detail = timedOut ? `no answer within ${options.timeoutMs} ms` : describeFetchError(err);
-    throw new ModelServerError(base, `GET ${path}: ${detail}`, { retryable: true, cause: err });
+    throw new ModelServerError(base, `GET ${path}: ${detail}`, { retryable: true, timedOut, cause: err });
   }
   if (res.status >= 500)
     throw new ModelServerError(base, `GET ${path}: HTTP ${res.status}`, {

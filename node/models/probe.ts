@@ -130,7 +130,9 @@ export function normaliseServerUrl(raw: string): string {
  * Probes one OpenAI-compatible server: lists its models (`/v1/models`, required) and detects its kind
  * from kind-specific endpoints: Ollama `/api/version` + `/api/ps`, llama-server `/props`, LM Studio
  * `/api/v0/models`, vLLM `/version`, mlx_lm.server (`/health` from Python's http.server), else `openai`.
- * Throws a ModelServerError naming the URL (and the field) when the server is down or answers badly.
+ * Throws a ModelServerError naming the URL (and the field) when the server is down or answers badly;
+ * `timedOut` when an endpoint did not answer within `timeoutMs` (node/models/probe-health.ts tells
+ * slow from down).
  */
 export async function probeServer(rawUrl: string, options: ProbeOptions = {}): Promise<ProbedServer> {
   const url = normaliseServerUrl(rawUrl);
@@ -145,11 +147,13 @@ export async function probeServer(rawUrl: string, options: ProbeOptions = {}): P
     );
   const list = parseBody(ModelList, models.body, url, '/v1/models');
 
+  // An endpoint that fails tells which kind the server is not; one that times out tells nothing (a busy
+  // server answers late): the probe as a whole timed out, rather than misreading the kind.
   const optional = async (path: string): Promise<JsonResponse> => {
     try {
       return await getJson(url, path, http);
     } catch (err) {
-      if (options.signal?.aborted) throw err;
+      if (options.signal?.aborted || (err instanceof ModelServerError && err.timedOut)) throw err;
       log('%s: %s', url, (err as Error).message);
       return { found: false, status: 0 };
     }

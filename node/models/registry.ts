@@ -1,6 +1,8 @@
 import type { AdvertModel } from '../../protocol/advert.ts';
 import { logger } from '../logger.ts';
+import { ModelServerError } from './errors.ts';
 import { normaliseServerUrl, type ProbedServer, probeServer } from './probe.ts';
+import { type ProbeHealth, type ProbeOutcome, probeHealthModel } from './probe-health.ts';
 
 const log = logger('vtnode:models:registry');
 
@@ -13,10 +15,12 @@ export interface ServerState {
   url: string;
   /** True when the URL was given by the user (shown as down when unreachable); false when auto-detected. */
   configured: boolean;
-  /** The last successful probe, or null while the server is down. */
+  /** The last successful probe, or null while the server is down (a slow server keeps its last one). */
   server: ProbedServer | null;
   /** The last probe error, or null. */
   error: string | null;
+  /** `up`, `slow` (its last probes timed out: still served), `down`, or `unknown` before any answer. */
+  health: ProbeHealth['status'];
   /** When the server was last probed, ms since epoch. */
   probedAt: number;
 }
@@ -32,8 +36,12 @@ export interface ModelServerRegistryOptions {
   autodetectHost?: string;
   /** Milliseconds between probes of every server (down ones included). */
   intervalMs?: number;
-  /** Milliseconds each probe request may take. */
+  /** Milliseconds each probe request may take at first; doubled after each timeout, up to maxTimeoutMs. */
   timeoutMs?: number;
+  /** Longest a probe may take after timeouts, ms (default 30,000). */
+  maxTimeoutMs?: number;
+  /** Timeouts in a row after which a server counts as down (default 3). */
+  maxTimeouts?: number;
   /** Stops re-probing when aborted. */
   signal?: AbortSignal;
   /** Concurrency per server URL where the server cannot say (e.g. Ollama started with OLLAMA_NUM_PARALLEL=4). */
@@ -98,10 +106,18 @@ function fingerprintOf(states: ServerState[]): string {
   return JSON.stringify(states.map((s) => [s.url, s.server?.kind, s.server?.models, s.server?.concurrency]));
 }
 
+/** What a failed probe says about the server: no answer in time, or down. */
+function outcomeOf(err: unknown): ProbeOutcome {
+  return err instanceof ModelServerError && err.timedOut ? 'timeout' : 'down';
+}
+
 /**
  * Keeps the list of model servers current: probes the configured URLs (and, with `autodetect`, the
  * well-known local ports) now and every `intervalMs`, and emits `change` when a server comes up, goes
  * down, or its models change. A server that is down is probed again next round; nothing is fatal.
+ * Slow is not down (node/models/probe-health.ts): a server whose probe times out keeps its models and
+ * is probed again at once with twice the time; it goes down after `maxTimeouts` timeouts in a row,
+ * or at once when it refuses or resets the connection or answers badly.
  */
 export function createModelServerRegistry(options: ModelServerRegistryOptions = {}): ModelServerRegistry {
   const configured = (options.urls ?? []).map(normaliseServerUrl);
@@ -114,7 +130,20 @@ export function createModelServerRegistry(options: ModelServerRegistryOptions = 
     : [];
   const states = new Map<string, ServerState>();
   for (const url of configured)
-    states.set(url, { url, configured: true, server: null, error: 'not probed yet', probedAt: 0 });
+    states.set(url, {
+      url,
+      configured: true,
+      server: null,
+      error: 'not probed yet',
+      health: 'unknown',
+      probedAt: 0,
+    });
+  const health = probeHealthModel({
+    timeoutMs: options.timeoutMs ?? 3000,
+    ...(options.maxTimeoutMs !== undefined ? { maxTimeoutMs: options.maxTimeoutMs } : {}),
+    ...(options.maxTimeouts !== undefined ? { maxTimeouts: options.maxTimeouts } : {}),
+  });
+  const healths = new Map<string, ProbeHealth>();
   const overrides = new Map(
     Object.entries(options.concurrency ?? {}).map(([u, n]) => {
       if (!Number.isInteger(n) || n < 1)
@@ -129,27 +158,57 @@ export function createModelServerRegistry(options: ModelServerRegistryOptions = 
   let running: Promise<void> | null = null;
   let last = fingerprintOf([...states.values()]);
 
-  const probeOne = async (url: string, isConfigured: boolean): Promise<void> => {
-    const prev = states.get(url);
+  /** One probe of `url` with the time its health allows; the health after it, and the server or the error. */
+  const probeOnce = async (url: string) => {
+    const before = healths.get(url) ?? health.initial;
     try {
       const server = await probeServer(url, {
-        timeoutMs: options.timeoutMs ?? 3000,
+        timeoutMs: before.timeoutMs,
         signal,
         ...(overrides.has(url) ? { concurrency: overrides.get(url)! } : {}),
         ...(options.fetch ? { fetch: options.fetch } : {}),
       });
-      if (!prev?.server) log('%s is up (%s, %d models)', url, server.kind, server.models.length);
-      states.set(url, { url, configured: isConfigured, server, error: null, probedAt: Date.now() });
+      return { after: health.next(before, 'ok'), server, message: null };
     } catch (err) {
+      return { after: health.next(before, outcomeOf(err)), server: null, message: (err as Error).message };
+    }
+  };
+
+  const probeOne = async (url: string, isConfigured: boolean): Promise<void> => {
+    for (;;) {
+      const prev = states.get(url);
+      const { after, server, message } = await probeOnce(url);
       if (signal.aborted) return;
-      const message = (err as Error).message;
-      if (isConfigured) {
-        if (prev?.server || prev?.error !== message) log.warn(`model server ${message}; probing again later`);
-        states.set(url, { url, configured: true, server: null, error: message, probedAt: Date.now() });
-      } else if (prev) {
-        log('auto-detected server %s went away: %s', url, message);
-        states.delete(url);
+      healths.set(url, after);
+      const now = Date.now();
+      if (server) {
+        if (!prev?.server) log('%s is up (%s, %d models)', url, server.kind, server.models.length);
+        states.set(url, { url, configured: isConfigured, server, error: null, health: 'up', probedAt: now });
+        return;
       }
+      if (health.serving(after)) {
+        // Slow: it keeps its models while it is probed again with more time.
+        if (prev?.health === 'up') log.warn(`model server ${message}: slow, still serving; probing again`);
+        log('%s is slow (%s); probing again with %d ms', url, message, after.timeoutMs);
+        states.set(url, { ...prev!, error: message, health: after.status, probedAt: now });
+      } else if (!after.retryNow) {
+        if (isConfigured) {
+          if (prev?.server || prev?.error !== message)
+            log.warn(`model server ${message}; probing again later`);
+          states.set(url, {
+            url,
+            configured: true,
+            server: null,
+            error: message,
+            health: 'down',
+            probedAt: now,
+          });
+        } else if (prev) {
+          log('auto-detected server %s went away: %s', url, message);
+          states.delete(url);
+        }
+      }
+      if (!after.retryNow) return;
     }
   };
 
