@@ -6,12 +6,19 @@ import { Sha256Id, Task } from './task.ts';
  * Messages of `/vtnode/job/1`: the submitter sends one `job` (and may later send `cancel`); the
  * worker answers `accepted` or `refused` first, then one `sample` per scored sample as soon as it is
  * scored (optionally preceded by a `generated` for it), then one `end`. Every frame is one length-prefixed JSON message (node/wire/framed.ts).
+ *
+ * A job outlives its stream: when the stream breaks (a connection lost, a stalled node), the worker
+ * keeps running the job for `leaseMs`, and a new stream whose `job` names the same job id (from the
+ * same submitter, for the same task and model, a subset of its samples) re-attaches to it: `accepted`,
+ * then the requested samples already scored, then the rest as they are scored, then `end`.
  */
 
 /** Largest frame on /vtnode/job/1, bytes (a job carries its task, whose prompt may hold whole files). */
 export const MAX_JOB_FRAME_BYTES = 4 * 1024 * 1024;
 /** Most samples one job may ask for. */
 export const MAX_JOB_SAMPLES = 256;
+/** How long a worker keeps a job whose stream broke when the request does not say, ms. */
+export const DEFAULT_JOB_LEASE_MS = 60_000;
 /** Largest seed base: seeds stay 32-bit signed integers (what llama-server, vLLM and Ollama accept). */
 export const MAX_SEED = 2 ** 31 - 1;
 
@@ -71,6 +78,13 @@ export const JobRequest = z
       .max(7 * 24 * 3_600_000),
     /** Peer id of the submitter (must equal the stream's remote peer). */
     submitter: PeerIdText,
+    /** Time the worker keeps running the job after its stream breaks, waiting for a re-attach, ms (default 60 s). */
+    leaseMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(24 * 3_600_000)
+      .optional(),
   })
   .superRefine((job, ctx) => {
     for (let i = 0; i < job.samples.length; i++) {

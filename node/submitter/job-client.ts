@@ -30,8 +30,25 @@ export interface SubmitJobOptions {
   open?: (signal: AbortSignal) => Promise<Framed<WorkerMessage, SubmitterMessage>>;
 }
 
-/** Why a job ended without the worker's `end`. */
-export type LostCause = 'unreachable' | 'timeout' | 'disconnected' | 'violation' | 'cancelled';
+/**
+ * Why a job ended without the worker's `end`: `no-listener` when every address of the worker refused
+ * the connection (nothing listens there: the process is gone), `unreachable` for other dial failures.
+ */
+export type LostCause =
+  | 'unreachable'
+  | 'no-listener'
+  | 'timeout'
+  | 'disconnected'
+  | 'violation'
+  | 'cancelled';
+
+/** True when a dial failed because every address refused the connection (ECONNREFUSED). */
+export function refusedEverywhere(err: unknown): boolean {
+  const e = err as { code?: unknown; errors?: unknown[]; cause?: unknown };
+  if (e?.code === 'ECONNREFUSED') return true;
+  if (Array.isArray(e?.errors) && e.errors.length > 0) return e.errors.every(refusedEverywhere);
+  return e?.cause !== undefined && e.cause !== err && refusedEverywhere(e.cause);
+}
 
 /** What the submitter sees of a job, in order; the last event is `refused`, `end` or `lost`. */
 export type JobEvent =
@@ -73,7 +90,8 @@ export async function* submitJob(
           signal: stream.signal,
         });
   } catch (err) {
-    yield lost('unreachable', `cannot open ${JOB_PROTOCOL} to ${peer.toString()}: ${(err as Error).message}`);
+    const cause = refusedEverywhere(err) ? 'no-listener' : 'unreachable';
+    yield lost(cause, `cannot open ${JOB_PROTOCOL} to ${peer.toString()}: ${(err as Error).message}`);
     return;
   }
 

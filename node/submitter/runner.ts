@@ -4,13 +4,36 @@ import { createLeaseBook, type Lease, type Released } from '../../placement/leas
 import { createPlacer } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
 import { createThroughput } from '../../placement/throughput.ts';
-import type { JobRequest, SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
+import {
+  DEFAULT_JOB_LEASE_MS,
+  type JobRequest,
+  type SubmitterMessage,
+  type WorkerMessage,
+} from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import { logger } from '../logger.ts';
 import type { Framed } from '../wire/framed.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import type { Campaign } from './campaign-store.ts';
-import { submitJob } from './job-client.ts';
+import { type JobEvent, submitJob } from './job-client.ts';
+
+/** First pause before re-attaching to a job whose stream broke, ms; it doubles up to REATTACH_MAX_MS. */
+const REATTACH_MIN_MS = 500;
+const REATTACH_MAX_MS = 5000;
+
+/** Waits `ms`, or less if `signal` fires. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
 
 export interface CampaignRunnerOptions {
   /** The campaign's persistent state (created or resumed by the campaign store). */
@@ -27,6 +50,8 @@ export interface CampaignRunnerOptions {
   local: () => Framed<WorkerMessage, SubmitterMessage>;
   /** Time a worker has for one job before it is re-placed, ms (extended on progress). */
   jobDeadlineMs?: number;
+  /** Time a job whose stream broke keeps its lease while the submitter re-attaches, ms (default 60 s). */
+  leaseMs?: number;
   /** Placements per (task, model) before its remaining samples are given up. */
   maxAttempts?: number;
   /** Load slack ε of the bounded-load rendezvous placement. */
@@ -59,12 +84,15 @@ export interface CampaignRunner {
 /**
  * The submitter: places each (task, model)'s samples as one job on the node the placer picks (warm
  * first, then bounded-load rendezvous), streams results into the campaign store, and re-places the
- * unfinished samples of a job whose worker refuses, fails, disconnects or misses its deadline.
+ * unfinished samples of a job whose worker refuses, fails or misses its deadline. A job whose stream
+ * breaks is not re-placed at once: the worker goes on with it and the submitter re-attaches; only a
+ * lease that lapses (`leaseMs` without a stream) or a worker that is plainly gone re-places it.
  */
 export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   const log = logger('vtnode:submitter');
   const { campaign } = options;
   const deadlineMs = options.jobDeadlineMs ?? 30 * 60_000;
+  const leaseMs = options.leaseMs ?? DEFAULT_JOB_LEASE_MS;
   const reputation = createReputation();
   const throughput = createThroughput();
   const placer = createPlacer({ reputation, weight: throughput.weight, epsilon: options.epsilon ?? 0.1 });
@@ -99,82 +127,143 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     reputation.failure(peerId, Date.now());
   }
 
+  /**
+   * Feeds one job stream's events into the lease book and the campaign. Returns the `lost` event
+   * if the stream ended without the worker's `end` (the caller decides: release or re-attach), null
+   * when the job is over (done, failed, refused: its lease is released here).
+   */
+  async function consume(
+    lease: Lease,
+    events: AsyncIterable<JobEvent>,
+    onAccepted: () => void,
+  ): Promise<Extract<JobEvent, { type: 'lost' }> | null> {
+    for await (const ev of events) {
+      if (ev.type === 'accepted') onAccepted();
+      else if (ev.type === 'refused') {
+        log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, ev.reason, ev.message);
+        if (ev.reason === 'full') {
+          // Back-pressure (another submitter filled it): wait for its next advert, try again.
+          busyUntil.set(lease.peerId, Date.now() + 2000);
+          released(book.release(lease.jobId, 'busy'), ev.reason);
+        } else {
+          lastProblem = `${lease.peerId.slice(-8)} refused a job: ${ev.reason} (${ev.message})`;
+          failure(lease.peerId);
+          released(book.release(lease.jobId, 'refused'), ev.reason);
+        }
+      } else if (ev.type === 'generated') {
+        campaign.generated(lease.taskId, lease.model, lease.peerId, ev.progress, Date.now());
+        book.extend(lease.jobId, Date.now() + deadlineMs);
+        poke();
+      } else if (ev.type === 'sample') {
+        const r = ev.result;
+        const outcome = book.result(lease.jobId, r.index);
+        if (outcome.status === 'accepted' || outcome.status === 'duplicate') {
+          campaign.result(lease.taskId, lease.model, lease.peerId, r, Date.now());
+        }
+        reputation.success(lease.peerId, Date.now());
+        book.extend(lease.jobId, Date.now() + deadlineMs);
+        throughput.record(lease.peerId, lease.model, {
+          promptTokens: r.usage.prompt,
+          cachedTokens: r.usage.cached ?? 0,
+          completionTokens: r.usage.completion,
+          latencyMs: r.latencyMs,
+        });
+        if (outcome.otherJobDone) streams.get(outcome.otherJobDone)?.abort(new Error('done elsewhere'));
+        poke();
+      } else if (ev.type === 'end') {
+        const end = ev.end;
+        if (end.status === 'failed') {
+          log('job %s on %s failed: %s (%s)', lease.jobId, lease.peerId, end.reason, end.message);
+          lastProblem = `${lease.peerId.slice(-8)}: job failed (${end.reason}: ${end.message})`;
+          if (end.reason !== 'cancelled') failure(lease.peerId);
+          released(
+            book.release(lease.jobId, end.reason === 'cancelled' ? 'cancelled' : 'failed'),
+            end.reason,
+          );
+        }
+      } else if (ev.type === 'lost') return ev;
+    }
+    return null;
+  }
+
+  /**
+   * Runs one lease: sends the job, follows its stream, and when the stream breaks after the worker
+   * took the job, keeps the lease (the job goes on at the worker) and re-attaches with the samples
+   * still missing, until the lease lapses (`leaseMs` after the break: the main loop's `expire`) or
+   * the worker is plainly gone (its address refuses connections and it left the fleet view).
+   */
   async function runLease(lease: Lease, task: Task): Promise<void> {
     const abort = new AbortController();
     streams.set(lease.jobId, abort);
     const onCancel = () => abort.abort(new Error('cancelled'));
     options.signal?.addEventListener('abort', onCancel, { once: true });
     const spec = campaign.spec;
-    const request: JobRequest = {
+    const request = (samples: number[]): JobRequest => ({
       type: 'job',
       jobId: lease.jobId,
       campaign: campaign.name,
       task,
       model: lease.model,
       k: spec.k,
-      samples: [...lease.samples],
+      samples,
       sampling: spec.sampling,
       deadlineMs,
       submitter: options.peerId,
-    };
+      leaseMs,
+    });
     const self = lease.peerId === options.peerId;
+    let accepted = false;
+    let detachedAt: number | null = null;
+    let pause = REATTACH_MIN_MS;
+    const onAccepted = () => {
+      accepted = true;
+      if (detachedAt === null) return;
+      log('job %s: re-attached to %s after %d ms', lease.jobId, lease.peerId, Date.now() - detachedAt);
+      detachedAt = null;
+      pause = REATTACH_MIN_MS;
+      book.extend(lease.jobId, Date.now() + deadlineMs);
+    };
     try {
-      for await (const ev of submitJob(options.host, peerIdFromString(lease.peerId), request, {
-        signal: abort.signal,
-        ...(self ? { open: async () => options.local() } : {}),
-      })) {
-        if (ev.type === 'refused') {
-          log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, ev.reason, ev.message);
-          if (ev.reason === 'full') {
-            // Back-pressure (another submitter filled it): wait for its next advert, try again.
-            busyUntil.set(lease.peerId, Date.now() + 2000);
-            released(book.release(lease.jobId, 'busy'), ev.reason);
-          } else {
-            lastProblem = `${lease.peerId.slice(-8)} refused a job: ${ev.reason} (${ev.message})`;
-            failure(lease.peerId);
-            released(book.release(lease.jobId, 'refused'), ev.reason);
-          }
-        } else if (ev.type === 'generated') {
-          campaign.generated(lease.taskId, lease.model, lease.peerId, ev.progress, Date.now());
-          book.extend(lease.jobId, Date.now() + deadlineMs);
-          poke();
-        } else if (ev.type === 'sample') {
-          const r = ev.result;
-          const outcome = book.result(lease.jobId, r.index);
-          if (outcome.status === 'accepted' || outcome.status === 'duplicate') {
-            campaign.result(lease.taskId, lease.model, lease.peerId, r, Date.now());
-          }
-          reputation.success(lease.peerId, Date.now());
-          book.extend(lease.jobId, Date.now() + deadlineMs);
-          throughput.record(lease.peerId, lease.model, {
-            promptTokens: r.usage.prompt,
-            cachedTokens: r.usage.cached ?? 0,
-            completionTokens: r.usage.completion,
-            latencyMs: r.latencyMs,
-          });
-          if (outcome.otherJobDone) streams.get(outcome.otherJobDone)?.abort(new Error('done elsewhere'));
-          poke();
-        } else if (ev.type === 'end') {
-          const end = ev.end;
-          if (end.status === 'failed') {
-            log('job %s on %s failed: %s (%s)', lease.jobId, lease.peerId, end.reason, end.message);
-            lastProblem = `${lease.peerId.slice(-8)}: job failed (${end.reason}: ${end.message})`;
-            if (end.reason !== 'cancelled') failure(lease.peerId);
-            released(
-              book.release(lease.jobId, end.reason === 'cancelled' ? 'cancelled' : 'failed'),
-              end.reason,
-            );
-          }
-        } else if (ev.type === 'lost') {
-          const cancelled = ev.cause === 'cancelled';
-          if (!cancelled) {
-            log('job %s on %s lost (%s): %s', lease.jobId, lease.peerId, ev.cause, ev.message);
-            lastProblem = `${lease.peerId.slice(-8)}: job lost (${ev.cause}: ${ev.message})`;
-            failure(lease.peerId);
-          }
-          const cause = cancelled ? 'cancelled' : ev.cause === 'violation' ? 'failed' : 'disconnected';
-          released(book.release(lease.jobId, cause), ev.cause);
+      for (let attempt = 0; ; attempt++) {
+        const samples = attempt === 0 ? [...lease.samples] : book.remaining(lease.jobId);
+        if (!book.job(lease.jobId) || samples.length === 0) return;
+        const events = submitJob(options.host, peerIdFromString(lease.peerId), request(samples), {
+          signal: abort.signal,
+          ...(self ? { open: async () => options.local() } : {}),
+        });
+        const lost = await consume(lease, events, onAccepted);
+        // Over (end, refusal), or released meanwhile (lease lapsed, done by a late result elsewhere).
+        if (!lost || !book.job(lease.jobId)) return;
+        if (lost.cause === 'cancelled' || abort.signal.aborted) {
+          released(book.release(lease.jobId, 'cancelled'), 'cancelled');
+          return;
         }
+        if (lost.cause === 'violation' || !accepted || self) {
+          log('job %s on %s lost (%s): %s', lease.jobId, lease.peerId, lost.cause, lost.message);
+          lastProblem = `${lease.peerId.slice(-8)}: job lost (${lost.cause}: ${lost.message})`;
+          failure(lease.peerId);
+          released(
+            book.release(lease.jobId, lost.cause === 'violation' ? 'failed' : 'disconnected'),
+            lost.cause,
+          );
+          return;
+        }
+        // The worker took the job and the stream broke: the job goes on there. Hold the lease.
+        const now = Date.now();
+        if (detachedAt === null) {
+          detachedAt = now;
+          book.extend(lease.jobId, Math.min(book.job(lease.jobId)!.deadline, now + leaseMs));
+          log('job %s: stream to %s lost (%s); re-attaching', lease.jobId, lease.peerId, lost.message);
+          lastProblem = `${lease.peerId.slice(-8)}: job stream lost, re-attaching (${lost.cause})`;
+        }
+        if (lost.cause === 'no-listener' && !options.nodes().some((n) => n.advert.peerId === lease.peerId)) {
+          log('job %s: %s is gone (nothing listens at its addresses, no adverts)', lease.jobId, lease.peerId);
+          failure(lease.peerId);
+          released(book.release(lease.jobId, 'disconnected'), 'worker gone');
+          return;
+        }
+        await sleep(pause, abort.signal);
+        pause = Math.min(pause * 2, REATTACH_MAX_MS);
       }
     } finally {
       options.signal?.removeEventListener('abort', onCancel);

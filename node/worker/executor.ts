@@ -1,4 +1,6 @@
+import { canonicalJson } from '../../protocol/canonical.ts';
 import {
+  DEFAULT_JOB_LEASE_MS,
   type JobRequest,
   MAX_JOB_FRAME_BYTES,
   type RefusalReason,
@@ -17,6 +19,7 @@ import type { ModelService } from '../models/service.ts';
 import type { Framed } from '../wire/framed.ts';
 import { localPair } from '../wire/local.ts';
 import { handleFramed, type StreamHost } from '../wire/streams.ts';
+import { createJobRun, type JobRun } from './job-run.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
 
 /** Whether the node can log samples durably (a full disk, a broken sample log stop it). */
@@ -63,6 +66,14 @@ export interface JobExecutor {
 
 type Wire = Framed<SubmitterMessage, WorkerMessage>;
 
+/** A job this node is running, with the submitter it belongs to. */
+interface Running {
+  job: JobRequest;
+  submitter: string;
+  abort: AbortController;
+  run: JobRun;
+}
+
 /** A small counting semaphore. */
 function limiter(max: number) {
   let active = 0;
@@ -84,12 +95,13 @@ function limiter(max: number) {
  * model servers (warm, then fan out), scores each one in the sandbox as soon as it is generated
  * (generation and scoring overlap), appends it durably to the sample log, then reports it.
  * Samples already in the log (a re-placed job, a restarted submitter) are reported from the log,
- * not generated again.
+ * not generated again. A job outlives its stream (node/worker/job-run.ts): a broken stream leaves it
+ * running for the request's `leaseMs`, and a `job` naming a running job re-attaches to it.
  */
 export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
   const log = logger('vtnode:worker:executor');
   const scoring = limiter(options.maxScoring ?? 2);
-  const running = new Map<string, AbortController>();
+  const running = new Map<string, Running>();
   let stopped = false;
 
   function refuse(wire: Wire, jobId: string, reason: RefusalReason, message: string): Promise<void> {
@@ -233,16 +245,16 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     };
   }
 
-  async function runJob(job: JobRequest, wire: Wire, abort: AbortController): Promise<void> {
+  const idOf = (job: JobRequest, index: number) =>
+    sampleId(job.task.id, job.model, index, sampleSeed(job.sampling.seedBase, index));
+
+  /**
+   * Generates and scores the samples of `job` not yet in the log, reporting each to `run` (the stream
+   * attached at the time, if any) as it is generated and once it is durable.
+   */
+  async function execute(job: JobRequest, run: JobRun, abort: AbortController): Promise<void> {
     const signal = abort.signal;
-    // Samples this node already holds are reported from the log, not generated again.
-    const todo: number[] = [];
-    for (const index of job.samples) {
-      const id = sampleId(job.task.id, job.model, index, sampleSeed(job.sampling.seedBase, index));
-      const logged = options.sampleLog.get(id);
-      if (logged) await wire.send(result(job.jobId, logged));
-      else todo.push(index);
-    }
+    const todo = job.samples.filter((index) => !options.sampleLog.get(idOf(job, index)));
     if (todo.length === 0) return;
 
     const pending: Promise<void>[] = [];
@@ -268,7 +280,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       }
       const index = todo[outcome.index]!;
       log('job %s: sample %d generated in %d ms', job.jobId, index, Math.round(outcome.latencyMs));
-      await wire.send({
+      run.generated({
         type: 'generated',
         jobId: job.jobId,
         index,
@@ -284,11 +296,11 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       // Score while the next samples generate.
       pending.push(
         scoreSample(job, index, outcome, signal)
-          .then(async (body) => {
+          .then((body) => {
             const logged = logSample(body);
             options.onSample?.(logged);
-            await wire.send(result(job.jobId, logged));
-            log('job %s: sample %d reported (reward %d)', job.jobId, index, body.score.reward);
+            run.scored(result(job.jobId, logged));
+            log('job %s: sample %d scored (reward %d)', job.jobId, index, body.score.reward);
           })
           .catch((err: Error & { reason?: 'internal' }) => {
             if (!signal.aborted) failure ??= { reason: err.reason ?? 'sandbox-error', message: err.message };
@@ -298,6 +310,82 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     }
     await Promise.all(pending);
     if (failure) throw Object.assign(new Error(failure.message), { reason: failure.reason });
+    // Stopped (deadline, cancel, shutdown) before every sample was scored: say why.
+    if (signal.aborted && job.samples.some((i) => !options.sampleLog.get(idOf(job, i))))
+      throw signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
+  }
+
+  /** Starts a job: its work runs whatever happens to the streams attached to it. */
+  function startRun(job: JobRequest, submitter: string): Running {
+    const abort = new AbortController();
+    const run = createJobRun({
+      job,
+      worker: options.peerId,
+      leaseMs: job.leaseMs ?? DEFAULT_JOB_LEASE_MS,
+      logged: (index) => {
+        const logged = options.sampleLog.get(idOf(job, index));
+        return logged ? result(job.jobId, logged) : undefined;
+      },
+      onCancel: () => abort.abort(new Error('cancelled')),
+      onAbandoned: () => abort.abort(new Error('abandoned')),
+    });
+    const entry: Running = { job, submitter, abort, run };
+    running.set(job.jobId, entry);
+    options.onLoadChange?.();
+    const deadline = setTimeout(() => abort.abort(new Error('deadline')), job.deadlineMs);
+    log('job %s: %d samples of %s with %s', job.jobId, job.samples.length, job.task.id, job.model);
+    void execute(job, run, abort)
+      .then(
+        () => null,
+        (err: Error & { reason?: 'model-error' | 'sandbox-error' }) => {
+          const cause = (abort.signal.reason as Error | undefined)?.message;
+          const reason =
+            err.reason ??
+            (cause === 'deadline'
+              ? 'deadline'
+              : cause === 'cancelled' || cause === 'abandoned'
+                ? 'cancelled'
+                : stopped
+                  ? 'shutdown'
+                  : 'internal');
+          log.warn('job %s failed (%s): %s', job.jobId, reason, err.message);
+          return { reason, message: err.message.slice(0, 2000) } as const;
+        },
+      )
+      .then((failure) => {
+        clearTimeout(deadline);
+        if (!abort.signal.aborted) abort.abort(new Error('job over'));
+        running.delete(job.jobId);
+        run.finish(failure);
+        options.onLoadChange?.();
+      });
+    return entry;
+  }
+
+  /** Why a `job` naming a running job cannot re-attach to it, or null. */
+  function reattachRefusal(entry: Running, job: JobRequest, remotePeer: string): string | null {
+    if (remotePeer !== entry.submitter) return `job ${job.jobId} belongs to another submitter`;
+    if (job.task.id !== entry.job.task.id || job.model !== entry.job.model)
+      return `job ${job.jobId} is running for another task or model`;
+    const extra = job.samples.filter((i) => !entry.job.samples.includes(i));
+    if (extra.length > 0) return `job ${job.jobId} does not include samples ${extra.join(', ')}`;
+    return null;
+  }
+
+  /**
+   * A job of the same submitter running without a stream for the same task, model and sampling, whose
+   * samples include all of `job`'s: the submitter placed that work again (it restarted, or its lease
+   * lapsed while this node was unreachable). The new job takes it over instead of generating the
+   * same samples a second time.
+   */
+  function adoptable(job: JobRequest, remotePeer: string): Running | null {
+    for (const entry of running.values()) {
+      if (entry.submitter !== remotePeer || entry.run.attached) continue;
+      if (entry.job.task.id !== job.task.id || entry.job.model !== job.model) continue;
+      if (canonicalJson(entry.job.sampling) !== canonicalJson(job.sampling)) continue;
+      if (job.samples.every((i) => entry.job.samples.includes(i))) return entry;
+    }
+    return null;
   }
 
   async function serve(wire: Wire, remotePeer: string): Promise<void> {
@@ -314,59 +402,32 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       return;
     }
     const job = first;
+    const existing = running.get(job.jobId);
+    if (existing) {
+      const mismatch =
+        job.submitter !== remotePeer
+          ? `the job names submitter ${job.submitter} but came from ${remotePeer}`
+          : reattachRefusal(existing, job, remotePeer);
+      if (mismatch) {
+        await refuse(wire, job.jobId, 'bad-request', mismatch);
+        return;
+      }
+      log('job %s: the submitter re-attached (%d samples asked)', job.jobId, job.samples.length);
+      await existing.run.attach(wire, job.samples);
+      return;
+    }
     const why = refusal(job, remotePeer);
+    const orphan = why?.[0] === 'bad-request' ? null : adoptable(job, remotePeer);
+    if (orphan) {
+      log('job %s takes over job %s, running without a stream', job.jobId, orphan.job.jobId);
+      await orphan.run.attach(wire, job.samples, job.jobId);
+      return;
+    }
     if (why) {
       await refuse(wire, job.jobId, ...why);
       return;
     }
-    const abort = new AbortController();
-    running.set(job.jobId, abort);
-    options.onLoadChange?.();
-    const deadline = setTimeout(() => abort.abort(new Error('deadline')), job.deadlineMs);
-    // A `cancel` from the submitter, or its stream closing, stops the job. The watch ends only once the
-    // job's `end` is sent (aborting a read resets the stream).
-    const watch = new AbortController();
-    void (async () => {
-      try {
-        for (;;) {
-          const msg = await wire.read({ signal: watch.signal });
-          if (!msg || msg.type === 'cancel') break;
-        }
-        if (!abort.signal.aborted) abort.abort(new Error('cancelled'));
-      } catch {
-        // Stream gone or job finished.
-      }
-    })();
-    try {
-      await wire.send({ type: 'accepted', jobId: job.jobId, worker: options.peerId });
-      log('job %s: %d samples of %s with %s', job.jobId, job.samples.length, job.task.id, job.model);
-      await runJob(job, wire, abort);
-      await wire.send({ type: 'end', jobId: job.jobId, status: 'done' });
-      await wire.closeWrite();
-    } catch (err) {
-      const e = err as Error & { reason?: 'model-error' | 'sandbox-error' };
-      const cause = (abort.signal.reason as Error | undefined)?.message;
-      const reason =
-        e.reason ??
-        (cause === 'deadline'
-          ? 'deadline'
-          : cause === 'cancelled'
-            ? 'cancelled'
-            : stopped
-              ? 'shutdown'
-              : 'internal');
-      log.warn('job %s failed (%s): %s', job.jobId, reason, e.message);
-      await wire
-        .send({ type: 'end', jobId: job.jobId, status: 'failed', reason, message: e.message.slice(0, 2000) })
-        .then(() => wire.closeWrite())
-        .catch(() => {});
-    } finally {
-      clearTimeout(deadline);
-      if (!abort.signal.aborted) abort.abort(new Error('job over'));
-      watch.abort();
-      running.delete(job.jobId);
-      options.onLoadChange?.();
-    }
+    await startRun(job, remotePeer).run.attach(wire, job.samples);
   }
 
   return {
@@ -399,7 +460,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     },
     async stop() {
       stopped = true;
-      for (const abort of running.values()) abort.abort(new Error('shutdown'));
+      for (const entry of running.values()) entry.abort.abort(new Error('shutdown'));
       await options.host.unhandle(JOB_PROTOCOL);
     },
   };

@@ -1,4 +1,6 @@
+import { type AddressInfo, createServer } from 'node:net';
 import { generateKeyPair } from '@libp2p/crypto/keys';
+import { multiaddr } from '@multiformats/multiaddr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newPsk } from '../../node/data-dir.ts';
 import { createHost, type Host } from '../../node/fleet/host.ts';
@@ -224,6 +226,18 @@ describe('submitter facing a bad or vanishing worker', () => {
     }
     expect(events.map((e) => e.type)).toEqual(['accepted', 'sample', 'lost']);
     expect(events.at(-1)).toMatchObject({ cause: 'disconnected', missing: [0, 5] });
-    expect(await last()).toMatchObject({ type: 'lost', cause: 'unreachable', missing: [0, 2, 5] });
+    // Nothing listens at its address any more: the process is gone.
+    expect(await last()).toMatchObject({ type: 'lost', cause: 'no-listener', missing: [0, 2, 5] });
+    // Something listens but is not a fleet member (it hangs up at once): unreachable, not gone.
+    const stranger = createServer((socket) => socket.destroy());
+    await new Promise<void>((r) => stranger.listen(0, '127.0.0.1', r));
+    try {
+      const port = (stranger.address() as AddressInfo).port;
+      const fake = multiaddr(`/ip4/127.0.0.1/tcp/${port}/p2p/${rogue.peerId.toString()}`);
+      const events = await collect(submitJob(submitter, fake, req('r')));
+      expect(events).toMatchObject([{ type: 'lost', cause: 'unreachable', missing: [0, 2, 5] }]);
+    } finally {
+      stranger.close();
+    }
   });
 });
