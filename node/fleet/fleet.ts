@@ -179,12 +179,26 @@ export function createFleet(options: FleetOptions): Fleet {
   // A lost connection does not drop a node from the view (a busy node's connection may time out while
   // its adverts still arrive through other members): it is dialled again, and dropped only if its
   // adverts stop too (after `missedIntervals`, see placement/fleet-view.ts).
+  // A peer the fleet refuses (a revoked member) is dropped at once and not dialled again.
   const onDisconnect = (evt: CustomEvent<PeerId>) => {
     const peerId = evt.detail.toString();
     if (!view.get(peerId)) return;
-    log('%s disconnected: dialling it again', peerId);
-    void ensureConnected(peerId);
+    void dropIfRefused(peerId).then((dropped) => {
+      if (dropped || stopped) return;
+      log('%s disconnected: dialling it again', peerId);
+      void ensureConnected(peerId);
+    });
   };
+  async function dropIfRefused(peerId: string): Promise<boolean> {
+    const check = await options.members?.origin(peerId).catch(() => null);
+    if (check?.verdict !== 'reject') return false;
+    known.delete(peerId);
+    if (view.remove(peerId)) {
+      log.warn(`${peerId} dropped from the fleet view: ${check.reason}`);
+      changed();
+    }
+    return true;
+  }
   host.addEventListener('peer:disconnect', onDisconnect);
   const onConnect = () => {
     // A new connection: tell the peer who we are right away rather than at the next tick.

@@ -3,29 +3,28 @@
 // nonce then silence, or garbage dripped slowly), reopening each one the node closes. A member must
 // still connect and receive gossip within a bound, and the node must close every flood socket within
 // a bound. The stranger dials from 127.0.0.2, the member from 127.0.0.1 (two addresses, as two hosts).
-import { readFile } from 'node:fs/promises';
 import net from 'node:net';
-import { join } from 'node:path';
-import { generateKeyPair } from '@libp2p/crypto/keys';
 import { multiaddr } from '@multiformats/multiaddr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acceptToken } from '../../cli/commands/join.ts';
+import { DataDir } from '../../node/data-dir.ts';
 import { decodeAdvert } from '../../node/fleet/adverts.ts';
-import { CONNECTION_LIMITS, createHost, type Host } from '../../node/fleet/host.ts';
+import { CONNECTION_LIMITS, type Host } from '../../node/fleet/host.ts';
+import { startMemberHost } from '../../node/membership/member-host.ts';
 import { advertTopic } from '../../protocol/topics.ts';
 import { Sandbox } from '../helpers/cli.ts';
 import { initFleet, peerIdOf, startNode, status } from '../helpers/fleet.ts';
 
 const box = new Sandbox();
 const FLOOD = 150;
-let target = { dir: '', peerId: '', addr: '', port: 0, psk: '', fleet: 'flood' };
+let target = { dir: '', peerId: '', addr: '', port: 0, token: '', fleet: 'flood' };
 
 beforeAll(async () => {
-  const { dataDir } = await initFleet(box, target.fleet);
+  const { dataDir, token } = await initFleet(box, target.fleet);
   startNode(box, dataDir);
   const peerId = await peerIdOf(dataDir);
   const addr = (await status(dataDir)).nodes[0]!.addrs[0]!;
-  const psk = JSON.parse(await readFile(join(dataDir, 'fleet.json'), 'utf8')).psk as string;
-  target = { ...target, dir: dataDir, peerId, addr, port: Number(addr.split('/')[4]), psk };
+  target = { ...target, dir: dataDir, peerId, addr, port: Number(addr.split('/')[4]), token };
 }, 60_000);
 afterAll(async () => {
   await box.cleanup();
@@ -78,15 +77,17 @@ function flood(mode: Mode, n: number, from: string) {
   };
 }
 
+/** A member admitted with the fleet's token (it is certified on its first connection to the node). */
 async function member(): Promise<Host> {
-  const host = await createHost({
-    privateKey: await generateKeyPair('Ed25519'),
-    psk: target.psk,
+  const dataDir = new DataDir(await box.tempDir('vt-member-'));
+  await acceptToken(dataDir, target.token);
+  const { host } = await startMemberHost({
+    dataDir,
+    privateKey: (await dataDir.identity()).privateKey,
     listen: ['/ip4/127.0.0.1/tcp/0'],
     mdns: false,
     topics: [advertTopic(target.fleet)],
   });
-  await host.start();
   return host;
 }
 
