@@ -23,6 +23,8 @@ export interface Lease {
   leasedAt: number;
   /** When the lease lapses unless extended, ms since epoch. */
   deadline: number;
+  /** For a backup job (`hedge`), the job whose samples it runs too; absent for a placement. */
+  backupOf?: string;
 }
 
 /** What a lease's end hands back to the submitter. */
@@ -90,6 +92,14 @@ export interface LeaseBook {
   add(taskId: string, model: string, samples: Iterable<number>, previousAttempts?: number): number;
   /** Leases every pending sample of (task, model) to `peerId` as one job; null when none is pending or a job is active. */
   lease(taskId: string, model: string, peerId: string, now: number, deadline: number): Lease | null;
+  /**
+   * Leases a backup of active job `jobId` to another peer: the job's unfinished samples run on both
+   * and the first result of each counts. Neither job re-places anything: when the job fails or lapses,
+   * its backup takes its samples over; when the backup does, the job goes on alone. Null when the job
+   * is not active, is itself a backup, already has one, has nothing left, or `peerId` is its own
+   * peer. A backup does not use up one of the (task, model)'s `maxAttempts`.
+   */
+  hedge(jobId: string, peerId: string, now: number, deadline: number): Lease | null;
   /** Records a sample result reported by job `jobId`. */
   result(jobId: string, sample: number): ResultOutcome;
   /** Ends an active job's lease; its unfinished samples become pending (or exhausted). Null if not active. */
@@ -133,6 +143,10 @@ interface Work {
   /** Placements released because the node was busy (not counted against maxAttempts). */
   busy: number;
   activeJob: string | null;
+  /** The active backup of `activeJob`, if any. */
+  backupJob: string | null;
+  /** Backups leased (they take job ids but not attempts). */
+  hedges: number;
   refusedBy: Set<string>;
 }
 
@@ -140,6 +154,8 @@ interface Job extends Lease {
   /** Samples of this job not yet reported. */
   open: Set<number>;
   active: boolean;
+  /** The job its samples are leased under: itself, or for a backup the job it backs up. */
+  owner: string;
 }
 
 function workKey(taskId: string, model: string): string {
@@ -172,6 +188,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
     samples: job.samples,
     leasedAt: job.leasedAt,
     deadline: job.deadline,
+    ...(job.owner !== job.jobId ? { backupOf: job.owner } : {}),
   });
 
   const close = (job: Job) => {
@@ -179,6 +196,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
     active.delete(job.jobId);
     const work = works.get(workKey(job.taskId, job.model))!;
     if (work.activeJob === job.jobId) work.activeJob = null;
+    if (work.backupJob === job.jobId) work.backupJob = null;
   };
 
   /** Samples of a job still leased to it. */
@@ -187,7 +205,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
     return [...job.open]
       .filter((s) => {
         const st = work.samples.get(s)!;
-        return st.state === 'leased' && st.jobId === job.jobId;
+        return st.state === 'leased' && st.jobId === job.owner;
       })
       .sort((a, b) => a - b);
   };
@@ -199,16 +217,42 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
     return true;
   };
 
+  /** The samples of a job that ended go to its active backup, which becomes the job. */
+  const handOver = (job: Job, work: Work, backup: Job): number[] => {
+    const moved = waitingOn(job);
+    for (const sample of moved) setState(work, sample, { state: 'leased', jobId: backup.jobId });
+    backup.owner = backup.jobId;
+    work.activeJob = backup.jobId;
+    work.backupJob = null;
+    return moved;
+  };
+
   const release = (jobId: string, cause: ReleaseCause): Released | null => {
     const job = active.get(jobId);
     if (!job) return null;
-    close(job);
     const work = works.get(workKey(job.taskId, job.model))!;
+    const backup = work.activeJob === jobId && work.backupJob ? active.get(work.backupJob) : undefined;
+    close(job);
     if (cause === 'refused' || cause === 'failed') work.refusedBy.add(job.peerId);
+    // A backup that ends, or a job whose backup goes on with its samples, puts nothing back to place.
+    const idle = {
+      jobId,
+      taskId: job.taskId,
+      model: job.model,
+      peerId: job.peerId,
+      cause,
+      samples: [],
+      exhausted: [],
+    };
+    if (job.owner !== jobId) return idle;
+    if (backup) {
+      handOver(job, work, backup);
+      return idle;
+    }
     // A busy node (all its slots taken, e.g. by another submitter) is back-pressure, not a failure:
     // it neither excludes the node nor uses up an attempt.
     if (cause === 'busy') work.busy++;
-    const giveUp = cause !== 'busy' && work.attempts - work.busy >= maxAttempts;
+    const giveUp = cause !== 'busy' && work.attempts - work.busy - work.hedges >= maxAttempts;
     const back: number[] = [];
     for (const sample of [...job.open].sort((a, b) => a - b)) {
       const state = work.samples.get(sample)!;
@@ -245,6 +289,8 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
           attempts: 0,
           busy: 0,
           activeJob: null,
+          backupJob: null,
+          hedges: 0,
           refusedBy: new Set(),
         };
         works.set(key, work);
@@ -284,12 +330,41 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
         deadline,
         open: new Set(samples),
         active: true,
+        owner: jobId,
       };
       for (const sample of samples) setState(work, sample, { state: 'leased', jobId });
       work.activeJob = jobId;
       allJobs.set(jobId, job);
       active.set(jobId, job);
       return snapshot(job);
+    },
+    hedge(jobId, peerId, now, deadline) {
+      checkTime('now', now);
+      checkTime('deadline', deadline);
+      const job = active.get(jobId);
+      if (!job || job.owner !== jobId || job.peerId === peerId) return null;
+      const work = works.get(workKey(job.taskId, job.model))!;
+      const samples = waitingOn(job);
+      if (work.backupJob !== null || samples.length === 0) return null;
+      work.attempts++;
+      work.hedges++;
+      const backup: Job = {
+        jobId: `${job.taskId}#${job.model}#${work.attempts}`,
+        taskId: job.taskId,
+        model: job.model,
+        attempt: work.attempts,
+        peerId,
+        samples,
+        leasedAt: now,
+        deadline,
+        open: new Set(samples),
+        active: true,
+        owner: jobId,
+      };
+      work.backupJob = backup.jobId;
+      allJobs.set(backup.jobId, backup);
+      active.set(backup.jobId, backup);
+      return snapshot(backup);
     },
     result(jobId, sample) {
       const job = allJobs.get(jobId);
@@ -306,14 +381,15 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       }
       job.open.delete(sample);
       const jobDone = job.active && closeIfDone(job);
-      // A result for a sample leased to another active job (this one's lease had ended) may finish that job.
+      // The sample may finish another active job that ran it: the one it was leased to (this one's
+      // lease had ended, or this is its backup), or this job's backup.
       let otherJobDone: string | null = null;
-      if (state.state === 'leased' && state.jobId !== jobId) {
-        const other = active.get(state.jobId);
-        if (other) {
-          other.open.delete(sample);
-          if (closeIfDone(other)) otherJobDone = other.jobId;
-        }
+      const others = new Set([state.state === 'leased' ? state.jobId : null, work.activeJob, work.backupJob]);
+      for (const id of others) {
+        const other = id && id !== jobId ? active.get(id) : undefined;
+        if (!other?.open.has(sample)) continue;
+        other.open.delete(sample);
+        if (closeIfDone(other)) otherJobDone = other.jobId;
       }
       return { status, jobDone, otherJobDone };
     },

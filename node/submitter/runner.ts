@@ -1,5 +1,6 @@
 import { peerIdFromString } from '@libp2p/peer-id';
 import type { FleetNode } from '../../placement/fleet-view.ts';
+import { createHedger, type HedgeOptions } from '../../placement/hedge.ts';
 import { createLeaseBook, type Lease, type Released } from '../../placement/lease-book.ts';
 import { createPlacer } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
@@ -54,6 +55,10 @@ export interface CampaignRunnerOptions {
   leaseMs?: number;
   /** Placements per (task, model) before its remaining samples are given up. */
   maxAttempts?: number;
+  /** Nodes that returned a scored sample to this submitter, shared by its campaigns and added to here; others are on probation (one job at a time). */
+  proven?: Set<string>;
+  /** When to back up a silent job on another node (placement/hedge.ts); false never does. */
+  hedge?: HedgeOptions | false;
   /** Load slack ε of the bounded-load rendezvous placement. */
   epsilon?: number;
   /** How long to wait for an eligible node before giving up the campaign, ms (nodes cooling down after failures are waited for). */
@@ -97,7 +102,16 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   const throughput = createThroughput();
   const placer = createPlacer({ reputation, weight: throughput.weight, epsilon: options.epsilon ?? 0.1 });
   const book = createLeaseBook({ maxAttempts: options.maxAttempts ?? 5 });
+  const hedger = options.hedge === false ? null : createHedger(options.hedge);
   const streams = new Map<string, AbortController>();
+  /** Per running job: its last progress (ms since epoch) and how many scored samples it sent. */
+  const progress = new Map<string, { at: number; scored: number }>();
+  /** Backup job id → the job it backs up. */
+  const backups = new Map<string, string>();
+  /** Nodes that returned a scored sample (out of probation). */
+  const delivered = options.proven ?? new Set<string>();
+  /** Running jobs' leases, by job id. */
+  const leases = new Map<string, Lease>();
   const busyUntil = new Map<string, number>();
   let lastProblem: string | null = null;
   let noNodeSince: number | null = null;
@@ -111,7 +125,11 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
 
   function released(r: Released | null, why: string): void {
     if (!r) return;
-    campaign.released(r.jobId, Date.now());
+    const of = backups.get(r.jobId);
+    const goesOn = of === undefined ? undefined : book.job(of);
+    // A backup that ended while its job goes on: the slots are that job's again.
+    if (goesOn) campaign.placed({ ...goesOn, samples: book.remaining(goesOn.jobId) }, Date.now());
+    else campaign.released(r.jobId, Date.now());
     log(
       'job %s on %s released (%s): %d samples to re-place, %d given up',
       r.jobId,
@@ -127,6 +145,34 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     reputation.failure(peerId, Date.now());
   }
 
+  /** A job sent progress: the gap since its last progress is a measurement for the hedger. */
+  function progressed(lease: Lease, scored: boolean): void {
+    const now = Date.now();
+    const p = progress.get(lease.jobId);
+    if (!p) return;
+    hedger?.gap(lease.model, now - p.at);
+    p.at = now;
+    if (scored) {
+      p.scored++;
+      delivered.add(lease.peerId);
+    }
+  }
+
+  /**
+   * Job `jobId` was finished by `by`'s results: its stream ends. When `by` was its backup and the job
+   * sent no scored sample, its node took work and sat on it: that counts as its failure.
+   */
+  function doneElsewhere(jobId: string, by: Lease): void {
+    const silent = (progress.get(jobId)?.scored ?? 0) === 0;
+    const peer = leases.get(jobId)?.peerId;
+    if (backups.get(by.jobId) === jobId && silent && peer) {
+      log('job %s: its backup on %s finished it while %s scored nothing', jobId, by.peerId, peer);
+      lastProblem = `${peer.slice(-8)} took a job and scored nothing; its backup finished it`;
+      failure(peer);
+    }
+    streams.get(jobId)?.abort(new Error('done elsewhere'));
+  }
+
   /**
    * Feeds one job stream's events into the lease book and the campaign. Returns the `lost` event
    * if the stream ended without the worker's `end` (the caller decides: release or re-attach), null
@@ -138,6 +184,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     onAccepted: () => void,
   ): Promise<Extract<JobEvent, { type: 'lost' }> | null> {
     for await (const ev of events) {
+      if (ev.type === 'generated' || ev.type === 'sample') progressed(lease, ev.type === 'sample');
       if (ev.type === 'accepted') onAccepted();
       else if (ev.type === 'refused') {
         log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, ev.reason, ev.message);
@@ -168,7 +215,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
           completionTokens: r.usage.completion,
           latencyMs: r.latencyMs,
         });
-        if (outcome.otherJobDone) streams.get(outcome.otherJobDone)?.abort(new Error('done elsewhere'));
+        if (outcome.otherJobDone) doneElsewhere(outcome.otherJobDone, lease);
         poke();
       } else if (ev.type === 'end') {
         const end = ev.end;
@@ -195,6 +242,8 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   async function runLease(lease: Lease, task: Task): Promise<void> {
     const abort = new AbortController();
     streams.set(lease.jobId, abort);
+    leases.set(lease.jobId, lease);
+    progress.set(lease.jobId, { at: Date.now(), scored: 0 });
     const onCancel = () => abort.abort(new Error('cancelled'));
     options.signal?.addEventListener('abort', onCancel, { once: true });
     const spec = campaign.spec;
@@ -268,6 +317,8 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     } finally {
       options.signal?.removeEventListener('abort', onCancel);
       streams.delete(lease.jobId);
+      leases.delete(lease.jobId);
+      progress.delete(lease.jobId);
       poke();
     }
   }
@@ -277,7 +328,61 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     const node = options.nodes().find((n) => n.advert.peerId === peerId);
     if (!node) return false;
     const own = book.outstanding().get(peerId)?.jobs ?? 0;
-    return Math.max(own, node.advert.load.running) < node.advert.load.capacity;
+    // Probation: a node holds one job until it returns a scored sample, so one that advertises many
+    // slots and sits on its jobs (or cannot do them) holds up one job, not a share of the campaign.
+    const proven = delivered.has(peerId) || peerId === options.peerId;
+    const slots = proven ? node.advert.load.capacity : Math.min(1, node.advert.load.capacity);
+    return Math.max(own, node.advert.load.running) < slots;
+  }
+
+  /**
+   * Never more jobs on a node than its slots: the placer's choice if it has room, else the next in
+   * rendezvous order that has; otherwise null (the job waits for a slot).
+   */
+  function withRoom(p: Extract<ReturnType<typeof placer.place>, { ok: true }>, now: number): string | null {
+    return (
+      p.ranked
+        .map((r) => r.peerId)
+        .filter((id, i, all) => all.indexOf(id) === i)
+        .sort((a, b) => (a === p.peerId ? -1 : b === p.peerId ? 1 : 0))
+        .find((id) => hasRoom(id, now)) ?? null
+    );
+  }
+
+  /** Backs up jobs silent for much longer than their model's usual progress gap, where a node has room. */
+  function hedgeStalled(now: number): void {
+    if (!hedger) return;
+    const jobs = book.jobs();
+    const paired = new Set(jobs.flatMap((j) => (j.backupOf ? [j.jobId, j.backupOf] : [])));
+    const watched = jobs.map((j) => ({
+      jobId: j.jobId,
+      peerId: j.peerId,
+      model: j.model,
+      lastProgressAt: progress.get(j.jobId)?.at ?? j.leasedAt,
+      hedged: paired.has(j.jobId),
+    }));
+    for (const stalled of hedger.stalled(watched, now)) {
+      const job = book.job(stalled.jobId);
+      const task = job && options.tasks.get(job.taskId);
+      if (!job || !task) continue;
+      const exclude = [job.peerId, ...book.refusedBy(job.taskId, job.model)];
+      const p = placer.place({ task, model: job.model, exclude }, options.nodes(), now, book.outstanding());
+      const target = p.ok ? withRoom(p, now) : null;
+      if (!target || exclude.includes(target)) continue;
+      const backup = book.hedge(job.jobId, target, now, now + deadlineMs);
+      if (!backup) continue;
+      backups.set(backup.jobId, job.jobId);
+      campaign.placed(backup, now);
+      log(
+        'job %s on %s silent for %d ms: backup %s → %s',
+        job.jobId,
+        job.peerId,
+        now - stalled.lastProgressAt,
+        backup.jobId,
+        target,
+      );
+      void runLease(backup, task);
+    }
   }
 
   function placeAll(now: number): void {
@@ -303,13 +408,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
         if (p.rejected.some((r) => r.rejection.code === 'cooling-down')) coolingDown = true;
         continue;
       }
-      // Never more jobs on a node than its slots: the chosen node if it has room, else the next in
-      // rendezvous order that has; otherwise the job waits for a slot.
-      const target = p.ranked
-        .map((r) => r.peerId)
-        .filter((id, i, all) => all.indexOf(id) === i)
-        .sort((a, b) => (a === p.peerId ? -1 : b === p.peerId ? 1 : 0))
-        .find((id) => hasRoom(id, now));
+      const target = withRoom(p, now);
       if (!target) continue;
       const lease = book.lease(work.taskId, work.model, target, now, now + deadlineMs);
       if (!lease) continue;
@@ -339,6 +438,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
         released(r, 'deadline');
       }
       placeAll(now);
+      hedgeStalled(now);
       if (noNodeSince !== null && now - noNodeSince > noNodeTimeout) {
         return { status: 'stalled', exhausted: book.stats().exhausted, problem: lastProblem };
       }

@@ -133,6 +133,8 @@ export function preflight(
 export function createCampaignService(options: CampaignServiceOptions) {
   const log = logger('vtnode:submitter');
   const active = new Map<string, Active>();
+  /** Nodes that returned a scored sample to this daemon: out of probation in every campaign it runs. */
+  const proven = new Set<string>();
 
   /** A running campaign asked for again: `--resume` re-attaches to it (same tasks and models), else an error. */
   function attach(name: string, entry: Active, req: CampaignStartRequest, tasksHash: string): StartResponse {
@@ -202,6 +204,7 @@ export function createCampaignService(options: CampaignServiceOptions) {
     const abort = new AbortController();
     const runner = runCampaign({
       campaign,
+      proven,
       tasks: new Map(tasks.map((t) => [t.id, t])),
       peerId: options.peerId,
       nodes: options.nodes,

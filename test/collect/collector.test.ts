@@ -384,6 +384,30 @@ describe('collector', () => {
     }
   }, 60_000);
 
+  it('replayed digests (old signed rows served again whatever is asked, and gossiped again) change nothing and count against nobody', async () => {
+    const w = await worker('w-replayed');
+    const real = w.append(3);
+    const rogue = await host();
+    const source: DigestSource = {
+      originSummaries: () => [{ origin: w.host.peerId.toString(), highWater: 3, maxSeq: 3, count: 3 }],
+      // Whatever seq is asked after, the same three rows again.
+      digestsOf: () => ({ digests: real, highWater: 3 }),
+    };
+    await createLogServer({ host: rogue, source });
+    const cHost = await host();
+    await connect(cHost, rogue);
+    const s = store('c-replayed');
+    const c = createCollector({ host: cHost, peers: () => [rogue.peerId.toString()], store: s });
+    await c.catchUp();
+    await c.catchUp();
+    for (let i = 0; i < 5; i++) for (const d of real) c.onDigest(d);
+    await c.idle();
+    expect(s.counts().digests).toBe(3);
+    expect(s.highWater(w.host.peerId.toString())).toBe(3);
+    for (const t of c.trust()) expect(t.conflicts, t.origin).toBe(0);
+    await c.stop();
+  }, 30_000);
+
   it('an origin that signed two different digests for one seq is a conflict against it, whoever relayed either', async () => {
     const w = await worker('w-equivocates');
     const [d1] = w.append(1);

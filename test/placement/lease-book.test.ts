@@ -209,7 +209,111 @@ describe('lease book', () => {
     expect(book.pending()).toEqual([{ taskId: 't', model: 'm', samples: [1], attempts: 1 }]);
   });
 
-  it('never loses or duplicates a sample under random disconnects, refusals, deadlines and late results', () => {
+  describe('backups (hedge)', () => {
+    it('runs the unfinished samples on a second peer; the first result of each counts, and the last one ends both jobs', () => {
+      const book = createLeaseBook();
+      book.add('t', 'm', [0, 1, 2]);
+      const job = book.lease('t', 'm', 'slow', 0, 100)!;
+      expect(book.result(job.jobId, 0)).toMatchObject({ status: 'accepted' });
+      const backup = book.hedge(job.jobId, 'fast', 10, 110)!;
+      expect(backup).toMatchObject({ jobId: 't#m#2', peerId: 'fast', samples: [1, 2], backupOf: job.jobId });
+      expect(book.remaining(backup.jobId)).toEqual([1, 2]);
+      expect(book.outstanding()).toEqual(
+        new Map([
+          ['slow', { jobs: 1, models: ['m'] }],
+          ['fast', { jobs: 1, models: ['m'] }],
+        ]),
+      );
+      expect(consistent(book)).toMatchObject({ leased: 2, done: 1, activeJobs: 2 });
+      expect(book.result(backup.jobId, 1)).toEqual({
+        status: 'accepted',
+        jobDone: false,
+        otherJobDone: null,
+      });
+      expect(book.remaining(job.jobId)).toEqual([2]);
+      // The job's own late result for a sample its backup did is a duplicate.
+      expect(book.result(job.jobId, 1).status).toBe('duplicate');
+      expect(book.result(backup.jobId, 2)).toEqual({
+        status: 'accepted',
+        jobDone: true,
+        otherJobDone: job.jobId,
+      });
+      expect(book.jobs()).toEqual([]);
+      expect(book.complete).toBe(true);
+      expect(consistent(book)).toMatchObject({ done: 3, leased: 0 });
+    });
+
+    it('the job finishing first ends its backup', () => {
+      const book = createLeaseBook();
+      book.add('t', 'm', [0, 1]);
+      const job = book.lease('t', 'm', 'a', 0, 100)!;
+      const backup = book.hedge(job.jobId, 'b', 0, 100)!;
+      book.result(job.jobId, 0);
+      expect(book.result(job.jobId, 1)).toEqual({
+        status: 'accepted',
+        jobDone: true,
+        otherJobDone: backup.jobId,
+      });
+      expect(book.jobs()).toEqual([]);
+    });
+
+    it('a job that fails or lapses hands its samples to its backup: nothing is placed again, no attempt is used', () => {
+      const book = createLeaseBook({ maxAttempts: 1 });
+      book.add('t', 'm', [0, 1]);
+      const job = book.lease('t', 'm', 'hole', 0, 100)!;
+      const backup = book.hedge(job.jobId, 'b', 50, 1000)!;
+      expect(book.expire(100)).toEqual([
+        {
+          jobId: job.jobId,
+          taskId: 't',
+          model: 'm',
+          peerId: 'hole',
+          cause: 'deadline',
+          samples: [],
+          exhausted: [],
+        },
+      ]);
+      expect(book.pending()).toEqual([]);
+      expect(book.job(backup.jobId)?.backupOf).toBeUndefined(); // it is the job now
+      expect(book.remaining(backup.jobId)).toEqual([0, 1]);
+      expect(consistent(book)).toMatchObject({ leased: 2, exhausted: 0 });
+      // It can be backed up in turn, and with maxAttempts 1 its own failure still re-places (the backup was free).
+      expect(book.hedge(backup.jobId, 'c', 60, 1000)).not.toBeNull();
+      book.release(backup.jobId, 'failed');
+      expect(book.jobs().map((j) => j.peerId)).toEqual(['c']);
+    });
+
+    it('a backup that fails or lapses leaves the job alone', () => {
+      const book = createLeaseBook({ maxAttempts: 1 });
+      book.add('t', 'm', [0, 1]);
+      const job = book.lease('t', 'm', 'a', 0, 1000)!;
+      const backup = book.hedge(job.jobId, 'b', 0, 10)!;
+      expect(book.expire(10)).toMatchObject([{ jobId: backup.jobId, samples: [], exhausted: [] }]);
+      expect(book.remaining(job.jobId)).toEqual([0, 1]);
+      expect(book.pending()).toEqual([]);
+      // The job may be backed up again, and when it fails alone its single attempt is used up.
+      expect(book.hedge(job.jobId, 'c', 20, 1000)).not.toBeNull();
+      book.disconnect('c');
+      expect(book.release(job.jobId, 'failed')).toMatchObject({ samples: [], exhausted: [0, 1] });
+      expect(consistent(book)).toMatchObject({ exhausted: 2, leased: 0 });
+    });
+
+    it('is refused for an unknown or finished job, a backup, a second backup, the same peer', () => {
+      const book = createLeaseBook();
+      book.add('t', 'm', [0]);
+      const job = book.lease('t', 'm', 'a', 0, 100)!;
+      expect(book.hedge('nope', 'b', 0, 100)).toBeNull();
+      expect(book.hedge(job.jobId, 'a', 0, 100)).toBeNull();
+      const backup = book.hedge(job.jobId, 'b', 0, 100)!;
+      expect(book.hedge(job.jobId, 'c', 0, 100)).toBeNull();
+      expect(book.hedge(backup.jobId, 'c', 0, 100)).toBeNull();
+      expect(() => book.hedge(job.jobId, 'c', Number.NaN, 100)).toThrow(/now/);
+      book.result(job.jobId, 0);
+      expect(book.hedge(job.jobId, 'c', 0, 100)).toBeNull();
+    });
+  });
+
+  it('never loses or duplicates a sample under random disconnects, refusals, deadlines, backups and late results', () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const rand = seededRandom(seed);
       const book = createLeaseBook({ maxAttempts: 1000 });
@@ -252,16 +356,29 @@ describe('lease book', () => {
             expect(accepted.has(id)).toBe(false);
             accepted.add(id);
           } else if (out.status === 'duplicate') expect(accepted.has(id)).toBe(true);
-        } else if (r < 0.9) book.disconnect(peers[Math.floor(rand() * peers.length)]!);
-        else if (r < 0.95) {
+        } else if (r < 0.87) book.disconnect(peers[Math.floor(rand() * peers.length)]!);
+        else if (r < 0.9) {
+          const active = book.jobs();
+          const job = active[Math.floor(rand() * active.length)];
+          const backup =
+            job && book.hedge(job.jobId, peers[Math.floor(rand() * peers.length)]!, now, now + 50);
+          if (backup) everLeased.push(backup.jobId);
+        } else if (r < 0.95) {
           const active = book.jobs();
           if (active.length > 0) book.release(active[Math.floor(rand() * active.length)]!.jobId, 'refused');
         } else book.expire(now);
         const s = consistent(book);
         expect(s.done).toBe(accepted.size);
         // A sample is leased to at most one active job, and every active job's remaining samples are leased.
+        // A backup runs only samples its job still waits on.
         const seen = new Set<string>();
         for (const job of book.jobs()) {
+          if (job.backupOf) {
+            const of = book.remaining(job.backupOf);
+            expect(book.job(job.backupOf)).toBeDefined();
+            for (const sample of book.remaining(job.jobId)) expect(of).toContain(sample);
+            continue;
+          }
           for (const sample of book.remaining(job.jobId)) {
             const id = `${job.taskId}/${sample}`;
             expect(seen.has(id)).toBe(false);

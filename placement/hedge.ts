@@ -1,0 +1,96 @@
+/**
+ * Hedging: when a job has gone silent for much longer than jobs of its model usually take between
+ * two progress events (a sample generated or scored), a backup of it is placed on another node with
+ * a free slot, and the first result of each sample counts (placement/lease-book.ts `hedge`). A node
+ * that accepts jobs and never answers, or one stuck behind a hung model server, then holds a campaign
+ * up for a few typical gaps instead of the whole job deadline. Pure: the submitter feeds progress
+ * times in and asks which jobs to back up.
+ */
+
+export interface HedgeOptions {
+  /** Shortest silence that counts as a stall, ms (default 30 s). */
+  minStallMs?: number;
+  /** A stall is a silence this many times the model's typical gap between progress events (default 4). */
+  factor?: number;
+  /** Silence that counts as a stall while no gap of the model (or any model) is measured, ms (default 3 minutes). */
+  unmeasuredStallMs?: number;
+  /** Gaps remembered per model; the typical gap is their 90th percentile (default 128). */
+  window?: number;
+}
+
+/** An active job as the hedger sees it. */
+export interface WatchedJob {
+  jobId: string;
+  peerId: string;
+  model: string;
+  /** Last progress (placed, accepted, generated, scored), ms since epoch. */
+  lastProgressAt: number;
+  /** True for a backup, or for a job that has one: neither is backed up again. */
+  hedged: boolean;
+}
+
+export interface Hedger {
+  /** Records the gap between two progress events of a job of `model`, ms. */
+  gap(model: string, ms: number): void;
+  /** The 90th-percentile gap of `model` (or of all models when it has none yet), or null. */
+  typicalGap(model: string): number | null;
+  /** Silence after which a job of `model` counts as stalled, ms. */
+  stallMs(model: string): number;
+  /** Jobs to back up at `now`, the longest silent first. */
+  stalled(jobs: Iterable<WatchedJob>, now: number): WatchedJob[];
+}
+
+function positive(name: string, value: number): number {
+  if (!(value > 0) || !Number.isFinite(value))
+    throw new RangeError(`${name} must be a positive number, got ${value}`);
+  return value;
+}
+
+function percentile90(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))]!;
+}
+
+export function createHedger(options: HedgeOptions = {}): Hedger {
+  const minStallMs = positive('minStallMs', options.minStallMs ?? 30_000);
+  const factor = positive('factor', options.factor ?? 4);
+  const unmeasuredStallMs = positive('unmeasuredStallMs', options.unmeasuredStallMs ?? 180_000);
+  const window = Math.floor(positive('window', options.window ?? 128));
+  /** model → its most recent gaps (a ring, oldest overwritten). */
+  const gaps = new Map<string, number[]>();
+  const next = new Map<string, number>();
+
+  const typicalGap = (model: string): number | null => {
+    const own = gaps.get(model);
+    if (own && own.length > 0) return percentile90(own);
+    const all = [...gaps.values()].flat();
+    return all.length > 0 ? percentile90(all) : null;
+  };
+
+  const stallMs = (model: string): number => {
+    const typical = typicalGap(model);
+    return typical === null ? unmeasuredStallMs : Math.max(minStallMs, factor * typical);
+  };
+
+  return {
+    gap(model, ms) {
+      if (!Number.isFinite(ms) || ms < 0)
+        throw new RangeError(`gap must be a non-negative number of ms, got ${ms}`);
+      let ring = gaps.get(model);
+      if (!ring) {
+        ring = [];
+        gaps.set(model, ring);
+      }
+      const at = next.get(model) ?? 0;
+      ring[at] = ms;
+      next.set(model, (at + 1) % window);
+    },
+    typicalGap,
+    stallMs,
+    stalled(jobs, now) {
+      const out: WatchedJob[] = [];
+      for (const job of jobs) if (!job.hedged && now - job.lastProgressAt > stallMs(job.model)) out.push(job);
+      return out.sort((a, b) => a.lastProgressAt - b.lastProgressAt);
+    },
+  };
+}

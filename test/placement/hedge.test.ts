@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { createHedger, type WatchedJob } from '../../placement/hedge.ts';
+
+const job = (jobId: string, lastProgressAt: number, extra: Partial<WatchedJob> = {}): WatchedJob => ({
+  jobId,
+  peerId: `p-${jobId}`,
+  model: 'm',
+  lastProgressAt,
+  hedged: false,
+  ...extra,
+});
+
+describe('hedger', () => {
+  it('rejects bad options and bad gaps', () => {
+    expect(() => createHedger({ minStallMs: 0 })).toThrow(/minStallMs/);
+    expect(() => createHedger({ factor: Number.NaN })).toThrow(/factor/);
+    expect(() => createHedger({ unmeasuredStallMs: -1 })).toThrow(/unmeasuredStallMs/);
+    expect(() => createHedger({ window: 0 })).toThrow(/window/);
+    expect(() => createHedger().gap('m', -1)).toThrow(/gap/);
+    expect(() => createHedger().gap('m', Number.POSITIVE_INFINITY)).toThrow(/gap/);
+  });
+
+  it('waits the unmeasured stall while nothing is measured, then a multiple of the 90th-percentile gap, never less than the floor', () => {
+    const h = createHedger({ minStallMs: 1000, factor: 4, unmeasuredStallMs: 60_000 });
+    expect(h.typicalGap('m')).toBeNull();
+    expect(h.stallMs('m')).toBe(60_000);
+    for (let i = 1; i <= 10; i++) h.gap('m', i * 100); // 100 … 1000 ms
+    expect(h.typicalGap('m')).toBe(1000);
+    expect(h.stallMs('m')).toBe(4000);
+    // Another model with no gaps of its own borrows the fleet's; fast gaps stop at the floor.
+    expect(h.stallMs('other')).toBe(4000);
+    const fast = createHedger({ minStallMs: 1000, factor: 4 });
+    fast.gap('m', 10);
+    expect(fast.stallMs('m')).toBe(1000);
+  });
+
+  it('remembers only the last `window` gaps of a model', () => {
+    const h = createHedger({ window: 4, minStallMs: 1 });
+    for (const g of [10_000, 10_000, 10_000, 10_000]) h.gap('m', g);
+    expect(h.typicalGap('m')).toBe(10_000);
+    for (const g of [50, 60, 70, 80]) h.gap('m', g);
+    expect(h.typicalGap('m')).toBe(80);
+  });
+
+  it('picks the jobs silent past their stall, longest silent first, never one already hedged', () => {
+    const h = createHedger({ minStallMs: 1000, unmeasuredStallMs: 5000 });
+    h.gap('fast', 100);
+    const jobs = [
+      job('a', 0, { model: 'fast' }), // silent 10 s > 1 s
+      job('b', 9500, { model: 'fast' }), // silent 0.5 s
+      job('c', 4000, { model: 'slow' }), // 'slow' borrows the fleet's gaps: stall 1 s
+      job('d', 0, { model: 'fast', hedged: true }),
+    ];
+    expect(h.stalled(jobs, 10_000).map((j) => j.jobId)).toEqual(['a', 'c']);
+    // Nothing measured: every job waits the unmeasured stall (5 s).
+    const unmeasured = createHedger({ unmeasuredStallMs: 5000 });
+    expect(unmeasured.stalled(jobs, 10_000).map((j) => j.jobId)).toEqual(['a', 'c']);
+    expect(unmeasured.stalled(jobs, 8_000).map((j) => j.jobId)).toEqual(['a']);
+  });
+});
