@@ -87,7 +87,16 @@ export const command: Command = {
     const authority = (await loadAuthority(dataDir))!;
     const chain = await verifyKeyChain(keys, fleet.fleet);
     await membershipFiles(dataDir).writeCertificate(await selfCertificate(authority, chain, peerId, now));
-    const issued = await issueToken({ dataDir, fleet, config, peerId, ttlMs: ttl, roles });
+    let issued: Awaited<ReturnType<typeof issueToken>>;
+    try {
+      issued = await issueToken({ dataDir, fleet, config, peerId, ttlMs: ttl, roles });
+    } catch (err) {
+      // The fleet exists now; only the token waits for an address to put in it.
+      throw new CliError(
+        `created fleet "${fleet.fleet}" in ${dataDir.root}, but no join token yet: ${(err as Error).message}. ` +
+          `Start it (\`vtnode start --data-dir ${dataDir.root}\`), then run \`vtnode token --data-dir ${dataDir.root}\`.`,
+      );
+    }
     if (values.json) {
       process.stdout.write(
         `${JSON.stringify({ fleet: fleet.fleet, peerId, dataDir: dataDir.root, ...issued })}\n`,

@@ -184,6 +184,25 @@ describe('tokens and fleets that do not belong', () => {
     expect(v1.code).toBe(1);
     expect(v1.stderr).toMatch(/version 1/);
   });
+
+  it('init on an ephemeral port creates the fleet and says how to get a token, without a stack trace', async () => {
+    const dir = await box.tempDir();
+    const res = await vtnode([
+      'init',
+      '--fleet',
+      'eph',
+      '--data-dir',
+      dir,
+      '--listen',
+      '/ip4/127.0.0.1/tcp/0',
+    ]);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toMatch(/created fleet "eph" .* no join token yet: .*ephemeral port/);
+    expect(res.stderr).toMatch(/vtnode token --data-dir/);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+    await readFile(join(dir, 'fleet.json'));
+  });
 });
 
 describe('bad gossip from a member', () => {
