@@ -1,5 +1,6 @@
 import type { FleetNode } from '../placement/fleet-view.ts';
 import type { AdvertModel } from '../protocol/advert.ts';
+import type { OriginTrust } from './collector/trust.ts';
 
 /** One row of `vtnode status --json` (documented in the README: later tools rely on it). */
 export interface NodeStatus {
@@ -32,7 +33,8 @@ export interface FleetStatus {
   collector?: {
     dataset: string;
     contentDigest: string;
-    trust: { origin: string; trust: number; suspect: boolean; samples: number }[];
+    /** Per origin: its record (samples, audits, rejected bodies, conflicts), trust and whether it is suspect. */
+    trust: OriginTrust[];
     /** Present while the dataset's disk is full: why. */
     storage?: string;
   };

@@ -1,3 +1,4 @@
+import type { OriginTrust } from '../../node/collector/trust.ts';
 import { connectControl, NoDaemonError } from '../../node/control/client.ts';
 import type { FleetStatus, NodeStatus } from '../../node/status.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
@@ -53,7 +54,7 @@ export function renderStatus(status: FleetStatus): string {
     out += `\ncollector: dataset ${c.dataset} (content ${c.contentDigest.slice(0, 19)}…)\n`;
     if (c.storage) out += `  not fetching: ${c.storage}\n`;
     for (const t of c.trust) {
-      out += `  trust ${t.origin.slice(-8)}  ${t.trust.toFixed(3)}${t.suspect ? '  SUSPECT: its unaudited samples are quarantined' : ''}  (${t.samples} samples)\n`;
+      out += `  trust ${t.origin.slice(-8)}  ${t.trust.toFixed(3)}${suspicion(t)}  (${t.samples} samples)\n`;
     }
   }
   return out;
@@ -82,3 +83,16 @@ export const command: Command = {
     return 0;
   },
 };
+
+/** Why an origin is suspect, as `status` says it: only a failed audit quarantines samples. */
+export function suspicion(t: OriginTrust): string {
+  if (!t.suspect) return '';
+  const why = [
+    t.auditFailures > 0 ? `${t.auditFailures} failed audit${t.auditFailures === 1 ? '' : 's'}` : '',
+    t.rejectedBodies > 0 ? `${t.rejectedBodies} rejected bod${t.rejectedBodies === 1 ? 'y' : 'ies'}` : '',
+    t.conflicts > 0 ? `${t.conflicts} conflict${t.conflicts === 1 ? '' : 's'}` : '',
+  ].filter(Boolean);
+  const then =
+    t.auditFailures > 0 ? 'its unaudited samples are quarantined' : 'every sample of it is audited';
+  return `  SUSPECT (${why.join(', ')}): ${then}`;
+}
