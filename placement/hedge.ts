@@ -89,7 +89,14 @@ export function createHedger(options: HedgeOptions = {}): Hedger {
     stallMs,
     stalled(jobs, now) {
       const out: WatchedJob[] = [];
-      for (const job of jobs) if (!job.hedged && now - job.lastProgressAt > stallMs(job.model)) out.push(job);
+      // One percentile per model per call, however many jobs run.
+      const stalls = new Map<string, number>();
+      for (const job of jobs) {
+        if (job.hedged) continue;
+        let stall = stalls.get(job.model);
+        if (stall === undefined) stalls.set(job.model, (stall = stallMs(job.model)));
+        if (now - job.lastProgressAt > stall) out.push(job);
+      }
       return out.sort((a, b) => a.lastProgressAt - b.lastProgressAt);
     },
   };
