@@ -93,8 +93,8 @@ export function createHedger(options: HedgeOptions = {}): Hedger {
       const stalls = new Map<string, number>();
       for (const job of jobs) {
         if (job.hedged) continue;
-        let stall = stalls.get(job.model);
-        if (stall === undefined) stalls.set(job.model, (stall = stallMs(job.model)));
+        const stall = stalls.get(job.model) ?? stallMs(job.model);
+        stalls.set(job.model, stall);
         if (now - job.lastProgressAt > stall) out.push(job);
       }
       return out.sort((a, b) => a.lastProgressAt - b.lastProgressAt);
