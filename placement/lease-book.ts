@@ -199,6 +199,12 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
     if (work.backupJob === job.jobId) work.backupJob = null;
   };
 
+  const pendingSamples = (work: Work): number[] =>
+    [...work.samples]
+      .filter(([, s]) => s.state === 'pending')
+      .map(([i]) => i)
+      .sort((a, b) => a - b);
+
   /** Samples of a job still leased to it. */
   const waitingOn = (job: Job): number[] => {
     const work = works.get(workKey(job.taskId, job.model))!;
@@ -312,10 +318,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       checkTime('deadline', deadline);
       const work = works.get(workKey(taskId, model));
       if (!work || work.activeJob !== null) return null;
-      const samples = [...work.samples]
-        .filter(([, s]) => s.state === 'pending')
-        .map(([i]) => i)
-        .sort((a, b) => a - b);
+      const samples = pendingSamples(work);
       if (samples.length === 0) return null;
       work.attempts++;
       const jobId = `${taskId}#${model}#${work.attempts}`;
@@ -429,10 +432,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       const out: PendingWork[] = [];
       for (const work of works.values()) {
         if (work.activeJob !== null) continue;
-        const samples = [...work.samples]
-          .filter(([, s]) => s.state === 'pending')
-          .map(([i]) => i)
-          .sort((a, b) => a - b);
+        const samples = pendingSamples(work);
         if (samples.length > 0)
           out.push({ taskId: work.taskId, model: work.model, samples, attempts: work.attempts });
       }

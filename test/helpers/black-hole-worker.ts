@@ -6,20 +6,11 @@
 import { prepareJoin } from '../../cli/commands/join.ts';
 import { runDaemonForeground } from '../../cli/run-daemon.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
+import { withScore } from './scorer-wrap.ts';
 
 /** The scorer with every score held until the node stops. */
 export function blackHole(scorer: Scorer): Scorer {
-  return {
-    get confinement() {
-      return scorer.confinement;
-    },
-    get selfTest() {
-      return scorer.selfTest;
-    },
-    fingerprint: (task, dir) => scorer.fingerprint(task, dir),
-    close: () => scorer.close(),
-    score: () => new Promise(() => {}),
-  };
+  return withScore(scorer, () => new Promise(() => {}));
 }
 
 if (import.meta.main) {

@@ -11,47 +11,36 @@ import { dataDirFrom, mergeConfig, nodeOptions } from '../../cli/node-options.ts
 import { runDaemonForeground } from '../../cli/run-daemon.ts';
 import { contentHash } from '../../protocol/sample.ts';
 import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
+import { withScore } from './scorer-wrap.ts';
 
 /** The scorer with its sandbox run replaced by a reference-hash comparison. */
 export function fastScoring(scorer: Scorer): Scorer {
-  return {
-    get confinement() {
-      return scorer.confinement;
-    },
-    get selfTest() {
-      return scorer.selfTest;
-    },
-    fingerprint: (task, dir) => scorer.fingerprint(task, dir),
-    close: () => scorer.close(),
-    async score(request): Promise<ScoreResult> {
-      const ok = contentHash(request.candidate) === request.task.referenceHash && !request.truncated;
-      return {
-        taskId: request.task.id,
-        status: 'scored',
-        error: null,
-        reward: ok ? 1 : 0,
-        passRate: ok ? 1 : 0,
-        passed: ok ? 1 : 0,
-        failed: ok ? 0 : 1,
-        skipped: 0,
-        todo: 0,
-        reasons: [
-          ok ? 'the reference (fast load-drill scorer)' : 'not the reference (fast load-drill scorer)',
-        ],
-        tests: [],
-        lints: [],
-        tamper: [],
-        typecheck: 'not-run',
-        diagnostics: '',
-        warnings: [],
-        fingerprint: await scorer.fingerprint(request.task, request.workspaceDir),
-        backend: 'fast-script',
-        run: null,
-        typecheckRun: null,
-        typecheckService: null,
-      };
-    },
-  };
+  return withScore(scorer, async (request): Promise<ScoreResult> => {
+    const ok = contentHash(request.candidate) === request.task.referenceHash && !request.truncated;
+    return {
+      taskId: request.task.id,
+      status: 'scored',
+      error: null,
+      reward: ok ? 1 : 0,
+      passRate: ok ? 1 : 0,
+      passed: ok ? 1 : 0,
+      failed: ok ? 0 : 1,
+      skipped: 0,
+      todo: 0,
+      reasons: [ok ? 'the reference (fast load-drill scorer)' : 'not the reference (fast load-drill scorer)'],
+      tests: [],
+      lints: [],
+      tamper: [],
+      typecheck: 'not-run',
+      diagnostics: '',
+      warnings: [],
+      fingerprint: await scorer.fingerprint(request.task, request.workspaceDir),
+      backend: 'fast-script',
+      run: null,
+      typecheckRun: null,
+      typecheckService: null,
+    };
+  });
 }
 
 if (import.meta.main) {

@@ -4,23 +4,14 @@
 import { prepareJoin } from '../../cli/commands/join.ts';
 import { runDaemonForeground } from '../../cli/run-daemon.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
+import { withScore } from './scorer-wrap.ts';
 
 /** The scorer with every scored reward raised to 1 (infrastructure errors stay errors). */
 export function inflating(scorer: Scorer): Scorer {
-  return {
-    get confinement() {
-      return scorer.confinement;
-    },
-    get selfTest() {
-      return scorer.selfTest;
-    },
-    fingerprint: (task, dir) => scorer.fingerprint(task, dir),
-    close: () => scorer.close(),
-    async score(request) {
-      const r = await scorer.score(request);
-      return r.status === 'scored' ? { ...r, reward: 1 } : r;
-    },
-  };
+  return withScore(scorer, async (request, real) => {
+    const r = await real.score(request);
+    return r.status === 'scored' ? { ...r, reward: 1 } : r;
+  });
 }
 
 if (import.meta.main) {
