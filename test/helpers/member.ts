@@ -19,6 +19,8 @@ export interface TestMember {
   cert: Certificate;
   /** The node it connected to. */
   node: PeerId;
+  /** Stops the membership service (its state flushed to disk) and then the host. */
+  stop(): Promise<void>;
 }
 
 export interface MemberOptions {
@@ -46,15 +48,14 @@ export async function admitMember(box: Sandbox, options: MemberOptions): Promise
     const ma = multiaddr(options.addr);
     await host.dial(ma, { signal: AbortSignal.timeout(10_000) });
     const cert = await eventually(async () => membership.certificate(), 20_000, `${peerId}'s certificate`);
-    return {
-      host,
-      peerId: peerId.toString(),
-      privateKey,
-      membership,
-      cert,
-      node: peerIdFromString(ma.getPeerId()!),
+    const stop = async () => {
+      await membership.stop();
+      await host.stop();
     };
+    const node = peerIdFromString(ma.getPeerId()!);
+    return { host, peerId: peerId.toString(), privateKey, membership, cert, node, stop };
   } catch (err) {
+    await membership.stop();
     await host.stop();
     throw err;
   }
