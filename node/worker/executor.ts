@@ -393,8 +393,10 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     try {
       first = await wire.read();
     } catch (err) {
-      await refuse(wire, '', 'bad-request', (err as Error).message);
-      return;
+      // Say why (a buggy submitter learns it), then fail the stream: handleFramed counts a malformed,
+      // oversized, truncated or missing request as the peer's offence (node/wire/offences.ts).
+      await refuse(wire, '', 'bad-request', (err as Error).message).catch(() => {});
+      throw err;
     }
     if (!first) return;
     if (first.type !== 'job') {

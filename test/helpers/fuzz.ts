@@ -1,8 +1,9 @@
 // Seeded frame mutations for protocol fuzzing: given a valid message of a protocol, produces hostile
 // frames (raw bytes, wrong lengths, wrong types, hostile values in valid shapes). Deterministic per
-// seed, so a failing case is replayed by its seed and index.
+// seed, so a failing case is replayed by its seed and index: each case draws from its own generator
+// (seeded by seed and index), so case i is made without making cases 0..i-1.
 import { encode } from 'it-length-prefixed';
-import { type Rng, rng } from '../../node/model-server/random.ts';
+import { type Rng, rng, seedOf } from '../../node/model-server/random.ts';
 
 /** One fuzz case: the bytes to write on a fresh stream, and what they are. */
 export interface FuzzCase {
@@ -12,13 +13,18 @@ export interface FuzzCase {
 
 const text = new TextEncoder();
 const frame = (payload: Uint8Array): Uint8Array => encode.single(payload).subarray();
-const json = (value: unknown): Uint8Array => frame(text.encode(JSON.stringify(value)));
-
-function deep(depth: number): unknown {
-  let v: unknown = 0;
-  for (let i = 0; i < depth; i++) v = [v];
-  return v;
-}
+/** Stands for an array nested DEEP_DEPTH deep: spliced in as text, since JSON.stringify of it would overflow the stack. */
+const DEEP = '@@fuzz-deep@@';
+const DEEP_DEPTH = 5000;
+const json = (value: unknown): Uint8Array =>
+  frame(
+    text.encode(
+      JSON.stringify(value).replaceAll(
+        JSON.stringify(DEEP),
+        `${'['.repeat(DEEP_DEPTH)}0${']'.repeat(DEEP_DEPTH)}`,
+      ),
+    ),
+  );
 
 /** Values that break careless code: extremes, wrong types, huge and deep structures, pollution keys. */
 const HOSTILE: (() => unknown)[] = [
@@ -37,7 +43,7 @@ const HOSTILE: (() => unknown)[] = [
   () => [],
   () => ({}),
   () => Array.from({ length: 10_000 }, (_, i) => i),
-  () => deep(5000),
+  () => DEEP,
   () => JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}}'),
 ];
 
@@ -60,57 +66,61 @@ function replaced(value: unknown, path: (string | number)[], next: unknown): unk
   return copy;
 }
 
-/** `count` hostile frames derived from `valid`, deterministic in `seed`. */
-export function fuzzCases(valid: unknown, count: number, seed: number): FuzzCase[] {
-  const r = rng(seed);
+/** Kinds of case, in the order case index i takes them (i modulo their count). */
+export const FUZZ_KINDS = [
+  'random bytes',
+  'random payload',
+  'oversized length',
+  'truncated frame',
+  'not UTF-8',
+  'wrong top-level type',
+  'hostile value',
+  'missing field',
+  'extra fields',
+  'many frames',
+] as const;
+
+/** Case `index` of the hostile frames derived from `valid`, deterministic in (`seed`, `index`). */
+export function fuzzCase(valid: unknown, seed: number, index: number): FuzzCase {
+  const r = rng(seedOf('fuzz', seed, index));
   const all = paths(valid);
-  const makers: [string, () => Uint8Array][] = [
-    [
-      'random bytes',
-      () => Uint8Array.from({ length: 1 + Math.floor(r.next() * 2048) }, () => r.next() * 256),
-    ],
-    [
-      'random payload',
-      () => frame(Uint8Array.from({ length: Math.floor(r.next() * 512) }, () => r.next() * 256)),
-    ],
-    ['oversized length', () => Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3)],
-    [
-      'truncated frame',
-      () => {
-        const f = json(valid);
-        return f.subarray(0, 1 + Math.floor(r.next() * (f.length - 1)));
-      },
-    ],
-    ['not UTF-8', () => frame(Uint8Array.of(0x7b, 0xc3, 0x28, 0x7d))],
-    ['wrong top-level type', () => json(pick(r, [null, [], 'x', 1, true, [valid]]))],
-    ['hostile value', () => json(replaced(valid, pick(r, all), pick(r, HOSTILE)()))],
-    [
-      'missing field',
-      () => {
-        const path = pick(r, all);
-        const copy = replaced(valid, path, undefined);
-        return json(copy);
-      },
-    ],
-    [
-      'extra fields',
-      () => json({ ...(valid as object), extra: pick(r, HOSTILE)(), __proto__: { admin: true } }),
-    ],
-    ['many frames', () => Buffer.concat(Array.from({ length: 200 }, () => json(valid)))],
-  ];
-  return Array.from({ length: count }, (_, i) => {
-    const [kind, make] = makers[i % makers.length]!;
-    return { kind, bytes: make() };
-  });
+  const kind = FUZZ_KINDS[index % FUZZ_KINDS.length]!;
+  const make: Record<(typeof FUZZ_KINDS)[number], () => Uint8Array> = {
+    'random bytes': () => Uint8Array.from({ length: 1 + Math.floor(r.next() * 2048) }, () => r.next() * 256),
+    'random payload': () =>
+      frame(Uint8Array.from({ length: Math.floor(r.next() * 512) }, () => r.next() * 256)),
+    'oversized length': () => Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3),
+    'truncated frame': () => {
+      const f = json(valid);
+      return f.subarray(0, 1 + Math.floor(r.next() * (f.length - 1)));
+    },
+    'not UTF-8': () => frame(Uint8Array.of(0x7b, 0xc3, 0x28, 0x7d)),
+    'wrong top-level type': () => json(pick(r, [null, [], 'x', 1, true, [valid]])),
+    'hostile value': () => json(replaced(valid, pick(r, all), pick(r, HOSTILE)())),
+    'missing field': () => json(replaced(valid, pick(r, all), undefined)),
+    'extra fields': () =>
+      json({ ...(valid as object), extra: pick(r, HOSTILE)(), __proto__: { admin: true } }),
+    'many frames': () => Buffer.concat(Array.from({ length: 200 }, () => json(valid))),
+  };
+  return { kind, bytes: make[kind]() };
 }
 
-/** Gossip payloads (no length prefix: a gossip message is one payload). */
+/** `count` hostile frames derived from `valid` (cases 0..count-1 of fuzzCase). */
+export function fuzzCases(valid: unknown, count: number, seed: number): FuzzCase[] {
+  return Array.from({ length: count }, (_, i) => fuzzCase(valid, seed, i));
+}
+
+/** Gossip payload `index` (no length prefix: a gossip message is one payload). */
+export function fuzzPayload(valid: unknown, seed: number, index: number): FuzzCase {
+  const c = fuzzCase(valid, seed, index);
+  // Drop the length prefix of framed cases; raw cases stay raw.
+  const bytes = c.kind === 'random bytes' || c.kind === 'oversized length' ? c.bytes : unprefixed(c.bytes);
+  return { kind: c.kind, bytes };
+}
+
+/** Gossip payloads 0..count-1 (see fuzzPayload). */
 export function fuzzPayloads(valid: unknown, count: number, seed: number): FuzzCase[] {
-  return fuzzCases(valid, count, seed).map((c) => {
-    // Drop the length prefix of framed cases; raw cases stay raw.
-    const bytes = c.kind === 'random bytes' || c.kind === 'oversized length' ? c.bytes : unprefixed(c.bytes);
-    return { kind: c.kind, bytes };
-  });
+  return Array.from({ length: count }, (_, i) => fuzzPayload(valid, seed, i));
 }
 
 function unprefixed(bytes: Uint8Array): Uint8Array {
