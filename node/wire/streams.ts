@@ -77,8 +77,8 @@ export function guardStreams(host: StreamHost, guard: StreamGuard): void {
   guards.set(host, guard);
 }
 
-/** An error that says the remote broke the protocol (not a network failure or our own fault). */
-function offence(err: unknown): string | null {
+/** An error that says the remote broke the protocol (not a network failure or our own fault): what it did, else null. */
+export function offence(err: unknown): string | null {
   if (err instanceof ParseError) return 'a malformed message';
   if (err instanceof FrameError && (err.code === 'too-large' || err.code === 'truncated'))
     return `a ${err.code} frame`;

@@ -8,6 +8,7 @@ import type {
 } from '../../protocol/job.ts';
 import { logger } from '../logger.ts';
 import type { Framed } from '../wire/framed.ts';
+import { offence } from '../wire/streams.ts';
 
 type Wire = Framed<SubmitterMessage, WorkerMessage>;
 
@@ -43,7 +44,8 @@ export interface JobFailureEnd {
 export interface JobRun {
   /**
    * Attaches a stream: the first one, a re-attach, or a new job of the submitter for the same
-   * samples (`jobId`: the id that stream uses). Resolves when that stream is done with.
+   * samples (`jobId`: the id that stream uses). Resolves when that stream is done with; rejects
+   * when the submitter broke the protocol on it (a malformed or oversized frame: the job goes on).
    */
   attach(wire: Wire, samples: readonly number[], jobId?: string): Promise<void>;
   /** Progress: a sample is generated and queued for scoring. */
@@ -72,6 +74,8 @@ interface Attachment {
   ended: boolean;
   /** Stops the reader once the stream is done with. */
   stopReading: AbortController;
+  /** What the submitter sent that broke the protocol (a malformed or oversized frame), if it did. */
+  offence: Error | null;
   done: () => void;
   over: Promise<void>;
 }
@@ -169,6 +173,9 @@ export function createJobRun(options: JobRunOptions): JobRun {
           return;
         }
       } catch (err) {
+        // Garbage mid-job detaches the stream like a failure, and `attach` then rejects with it so
+        // the stream guard counts the offence (node/wire/streams.ts).
+        if (offence(err)) a.offence = err as Error;
         if (!a.ended) detach(a, err as Error);
       }
     })();
@@ -190,6 +197,7 @@ export function createJobRun(options: JobRunOptions): JobRun {
         broken: false,
         ended: false,
         stopReading: new AbortController(),
+        offence: null,
         done,
         over,
       };
@@ -207,7 +215,9 @@ export function createJobRun(options: JobRunOptions): JobRun {
       replay(a);
       if (outcome) endOn(a);
       else watch(a);
-      return over;
+      return over.then(() => {
+        if (a.offence) throw a.offence;
+      });
     },
     generated(message) {
       const a = current;

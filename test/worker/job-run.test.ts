@@ -107,6 +107,27 @@ describe('a job and its stream', () => {
     expect(s.steps.at(-1)).toMatchObject({ end: { status: 'done' } });
   });
 
+  it('garbage from the submitter mid-job detaches the stream, the job goes on, and attach rejects with the offence', async () => {
+    const { r, score } = run();
+    const first = stream(job);
+    const attached = r.attach(first.worker, job.samples);
+    score(0);
+    await first.until(() => first.samples().length === 1, 'one sample');
+    // Valid JSON of the wrong shape, as a hostile or buggy submitter would send it.
+    await first.submitter.send({ type: 'cancel', jobId: 42 } as unknown as SubmitterMessageType);
+    await expect(attached).rejects.toThrow(/jobId/);
+    expect(r.attached).toBe(false);
+    // The job was not cancelled: a re-attach gets everything.
+    score(1);
+    const again = stream(job);
+    const reattached = r.attach(again.worker, job.samples);
+    for (const i of [2, 3, 4, 5]) score(i);
+    r.finish(null);
+    expect(await again.over).toBeNull();
+    await reattached;
+    expect(again.samples().sort()).toEqual(job.samples);
+  });
+
   it('the stream breaks mid-job: the job goes on; a re-attach gets what was scored meanwhile, then the rest, once each', async () => {
     const { r, score, events } = run();
     const first = stream(job);
