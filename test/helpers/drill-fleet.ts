@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { EmulatorStats } from '../../node/model-server/emulator.ts';
+import type { EmulatorStats, FaultsInput } from '../../node/model-server/emulator.ts';
 import type { FleetStatus } from '../../node/status.ts';
 import { LEDGER, MODEL, type RunJson } from './campaign.ts';
 import { type Proc, type Sandbox, vtnode } from './cli.ts';
@@ -17,7 +17,6 @@ import type { TestNetwork } from './netns.ts';
 
 const run = promisify(execFile);
 const NODE = join(import.meta.dirname, 'fast-scoring-node.ts');
-const GARBAGE = join(import.meta.dirname, 'garbage-model-server.ts');
 
 /** Hosts of the drill fleet. */
 export const HOSTS = 6;
@@ -77,7 +76,7 @@ export async function poll<T>(
 }
 
 export class DrillFleet {
-  /** The model server process of each worker host (an emulator, or the garbage server). */
+  /** The model server process of each worker host. */
   readonly modelServers = new Map<number, Proc>();
 
   readonly o: DrillFleetOptions;
@@ -97,12 +96,11 @@ export class DrillFleet {
     return proc;
   }
 
-  /** Replaces host `h`'s model server by one that answers garbage (kill -9 the emulator first). */
-  async startGarbageServer(h: number): Promise<Proc> {
-    const proc = this.o.box.spawn([String(MODEL_PORT)], {}, this.o.net.exec(h), GARBAGE);
-    await proc.waitFor(/garbage server on/, 30_000);
-    this.modelServers.set(h, proc);
-    return proc;
+  /** Sets the fault injection of host `h`'s emulator (asked on its loopback). */
+  async setEmulatorFaults(h: number, faults: FaultsInput): Promise<void> {
+    const url = `http://127.0.0.1:${MODEL_PORT}/vtnode/emulator/faults`;
+    const [cmd, ...pre] = this.o.net.exec(h);
+    await run(cmd!, [...pre, 'curl', '-sf', '-m', '5', '-X', 'POST', '-d', JSON.stringify(faults), url]);
   }
 
   /** The emulator counters of host `h` (asked on its loopback). */
