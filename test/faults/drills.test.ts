@@ -188,8 +188,8 @@ describe.skipIf(!enabled)('fault drills across six hosts (network namespaces)', 
     'a fault-free reference run: every sample once, both collectors identical',
     () =>
       step('reference', async () => {
-        const t = Date.now();
         const f = await drill.startFleet('ref');
+        const t = Date.now();
         try {
           const run = drill.runCampaign(f, files.all, 'ref', K);
           const { code, json } = await campaignResult(run, 240_000);
