@@ -8,9 +8,7 @@
 import { strict as assert } from 'node:assert';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
-import { DATASET_DB } from '../node/collector/store.ts';
 import { connectControl } from '../node/control/client.ts';
 import { DataDir } from '../node/data-dir.ts';
 import { createEmulator } from '../node/model-server/emulator.ts';
@@ -19,6 +17,7 @@ import { LEDGER, mineLedger, writeTasks } from '../test/helpers/campaign.ts';
 import { eventually, type Proc, Sandbox, vtnode } from '../test/helpers/cli.ts';
 import { collectorStatus } from '../test/helpers/collect.ts';
 import { INTERVAL, initFleet, peerIdOf, status, waitForPeers } from '../test/helpers/fleet.ts';
+import { collectorArgs, datasetIds, readyWorkers } from '../test/helpers/load-fleet.ts';
 
 const NODE = join(import.meta.dirname, '..', 'test', 'helpers', 'fast-scoring-node.ts');
 const TASKS = 25;
@@ -34,19 +33,6 @@ const closers: (() => Promise<void>)[] = [];
 async function peakRssMiB(proc: Proc): Promise<number> {
   const text = await readFile(`/proc/${proc.child.pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+) kB/.exec(text)![1]) / 1024;
-}
-
-/** Distinct sample ids with a verified-against-digest body in a collector's dataset. */
-function datasetIds(dataset: string): string[] {
-  const db = new DatabaseSync(join(dataset, DATASET_DB), { readOnly: true });
-  try {
-    const rows = db
-      .prepare("SELECT DISTINCT sample_id AS id FROM samples WHERE body_state = 'ok' ORDER BY sample_id")
-      .all() as { id: string }[];
-    return rows.map((r) => r.id);
-  } finally {
-    db.close();
-  }
 }
 
 const percentile = (xs: number[], p: number): number => {
@@ -89,25 +75,9 @@ async function main(): Promise<void> {
     for (let i = 0; i < 2; i++) {
       const d = await box.tempDir('vt-load-collector-');
       const out = join(d, 'dataset');
-      procs[`collector${i}`] = box.spawn([
-        'collect',
-        '--data-dir',
-        d,
-        '--token',
-        token,
-        '--listen',
-        '/ip4/127.0.0.1/tcp/0',
-        '--advert-interval',
-        INTERVAL,
-        '--out',
-        out,
-        '--tasks',
-        file,
-        '--audit-fraction',
-        '0',
-        '--catch-up-interval',
-        '10s',
-      ]);
+      procs[`collector${i}`] = box.spawn(
+        collectorArgs({ dataDir: d, token, out, tasksFile: file, listen: '/ip4/127.0.0.1/tcp/0' }),
+      );
       datasets.push(out);
       collectorDirs.push(d);
     }
@@ -126,10 +96,7 @@ async function main(): Promise<void> {
     await waitForPeers(d0, peers, 60_000);
     const workers = new Set(peers.slice(0, 5));
     await eventually(
-      async () =>
-        (await status(d0)).nodes.filter(
-          (x) => workers.has(x.peerId) && x.models.length === MODELS.length && x.sandbox.ok,
-        ).length === 5,
+      async () => readyWorkers(await status(d0), workers, MODELS.length) === 5,
       120_000,
       'five ready workers',
     );

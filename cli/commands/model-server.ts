@@ -19,8 +19,8 @@ Options:
   --concurrency N       requests processed at once; more wait (default 1)
   --context N           context length reported by /props or /api/ps (default 32768)
   --script MODE         reference | mutants | garbage | truncate | mixed (default mixed)
-  --fault SPEC          fault injection, comma-separated: error=0.1,hang=0.05,drop=0.05,slow=0.2,
-                        slow-factor=10,seed=7 (rates are shares of chat requests; change them at
+  --fault SPEC          fault injection, comma-separated: error=0.1,hang=0.05,drop=0.05,garbage=0.1,
+                        slow=0.2,slow-factor=10,seed=7 (rates are shares of chat requests; change them at
                         runtime with POST /vtnode/emulator/faults)
 `;
 
@@ -34,6 +34,7 @@ function numberOption(value: string | undefined, name: string, fallback: number,
 
 const FAULT_KEYS: Record<string, string> = {
   error: 'errorRate',
+  garbage: 'garbageRate',
   hang: 'hangRate',
   drop: 'dropRate',
   slow: 'slowRate',

@@ -20,7 +20,7 @@ export const EmulateKind = z.enum(['llama-server', 'ollama', 'mlx']);
 export type EmulateKind = z.infer<typeof EmulateKind>;
 
 const rate = z.number().min(0).max(1);
-/** Injectable faults, drawn per chat request from a seeded sequence (in this order: drop, hang, error, slow). */
+/** Injectable faults, drawn per chat request from a seeded sequence (in this order: drop, hang, error, garbage, slow). */
 export const Faults = z.strictObject({
   /** Share of requests whose connection is destroyed without an answer. */
   dropRate: rate.default(0),
@@ -28,6 +28,8 @@ export const Faults = z.strictObject({
   hangRate: rate.default(0),
   /** Share of requests answered with HTTP 500. */
   errorRate: rate.default(0),
+  /** Share of requests answered with HTTP 200 and a body that is no chat completion (probes still answer). */
+  garbageRate: rate.default(0),
   /** Share of requests that run `slowFactor` times slower. */
   slowRate: rate.default(0),
   /** Slow-down of a slow request. */
@@ -71,7 +73,7 @@ export interface EmulatorOptions {
 export interface EmulatorStats {
   requests: number;
   completed: number;
-  faults: { drop: number; hang: number; error: number; slow: number };
+  faults: { drop: number; hang: number; error: number; garbage: number; slow: number };
   promptTokens: number;
   /** Prompt tokens actually evaluated (the uncached part). */
   prefillTokens: number;
@@ -164,7 +166,7 @@ function emptyStats(): EmulatorStats {
   return {
     requests: 0,
     completed: 0,
-    faults: { drop: 0, hang: 0, error: 0, slow: 0 },
+    faults: { drop: 0, hang: 0, error: 0, garbage: 0, slow: 0 },
     promptTokens: 0,
     prefillTokens: 0,
     cachedTokens: 0,
@@ -406,7 +408,13 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
       stats.faults.error++;
       return fail(500, 'emulated server error (vtnode model-server fault injection)', 'server_error');
     }
-    if (x < faults.dropRate + faults.hangRate + faults.errorRate + faults.slowRate) {
+    if (x < faults.dropRate + faults.hangRate + faults.errorRate + faults.garbageRate) {
+      stats.faults.garbage++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"object":"chat.completion","choices":[{"message":{"con');
+      return;
+    }
+    if (x < faults.dropRate + faults.hangRate + faults.errorRate + faults.garbageRate + faults.slowRate) {
       stats.faults.slow++;
       slow = faults.slowFactor;
     }

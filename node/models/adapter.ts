@@ -131,6 +131,11 @@ export interface ModelAdapter {
   generate(request: GenerateRequest): AsyncIterable<SampleOutcome>;
   /** Requests queued (accepted, waiting), running, and the server's concurrency. */
   load(): { queued: number; running: number; capacity: number };
+  /**
+   * The server was found down (`reason`) or is back (null). While it is down, running requests fail at
+   * once and new ones fail unsent (not retryable): a hung server would hold them until requestTimeoutMs.
+   */
+  setDown(reason: string | null): void;
 }
 
 /** Kinds that count cached prompt tokens in usage (or timings): no need to stream for timing. */
@@ -263,6 +268,13 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
   const slots = createSemaphore(concurrency);
   const coldRates = new Map<string, number>(); // model -> slowest prefill rate seen (tokens per ms)
   let reserved = 0;
+  let downReason: string | null = null;
+  const running = new Set<AbortController>();
+  const wentDown = (reason: string, cause?: unknown) =>
+    new ModelServerError(url, `POST ${CHAT_PATH}: the server is down (${reason}); request abandoned`, {
+      retryable: false,
+      ...(cause ? { cause } : {}),
+    });
   const client = new OpenAI({
     baseURL: `${url}/v1`,
     apiKey: options.apiKey ?? 'sk-no-key-required',
@@ -283,9 +295,12 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
 
   /** One HTTP request, no retries. Throws ModelServerError (retryable or not) or AbortedError. */
   const requestOnce = async (req: GenerateRequest, seed: number, n: number): Promise<Response> => {
+    if (downReason !== null) throw wentDown(downReason);
     const timer = new AbortController();
+    const down = new AbortController();
+    running.add(down);
     const timeout = setTimeout(() => timer.abort(), requestTimeoutMs);
-    const signal = req.signal ? AbortSignal.any([req.signal, timer.signal]) : timer.signal;
+    const signal = AbortSignal.any([...(req.signal ? [req.signal] : []), timer.signal, down.signal]);
     const body = {
       model: req.model,
       messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
@@ -349,6 +364,7 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       const ended = performance.now();
       // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
       if (req.signal?.aborted) throw new AbortedError();
+      if (down.signal.aborted) throw wentDown(String(down.signal.reason));
       if (timer.signal.aborted)
         throw new ModelServerError(
           url,
@@ -376,6 +392,7 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       };
     } catch (err) {
       if (req.signal?.aborted) throw new AbortedError();
+      if (down.signal.aborted) throw wentDown(String(down.signal.reason), err);
       if (err instanceof ModelServerError || err instanceof AbortedError) throw err;
       if (timer.signal.aborted || err instanceof APIUserAbortError)
         throw new ModelServerError(
@@ -410,6 +427,7 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       });
     } finally {
       clearTimeout(timeout);
+      running.delete(down);
     }
   };
 
@@ -503,6 +521,10 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       running: slots.running,
       capacity: concurrency,
     }),
+    setDown(reason) {
+      downReason = reason;
+      if (reason !== null) for (const r of running) r.abort(reason);
+    },
     generate(req) {
       if (!Number.isInteger(req.k) || req.k < 1)
         throw new RangeError(`k must be a positive integer, got ${req.k}`);

@@ -97,6 +97,17 @@ export function createModelService(options: ModelServiceOptions = {}): ModelServ
     return best?.adapter ?? null;
   };
 
+  // A server found down fails its running and queued requests at once (a hung one would hold its jobs
+  // until the request timeout); it serves again once a probe finds it up.
+  const unwatch = registry.onChange((states) => {
+    for (const [url, { adapter }] of adapters) {
+      const state = states.find((s) => s.url === url);
+      adapter.setDown(
+        state === undefined ? 'gone' : state.health === 'down' ? (state.error ?? 'down') : null,
+      );
+    }
+  });
+
   return {
     registry,
     warm,
@@ -129,6 +140,9 @@ export function createModelService(options: ModelServiceOptions = {}): ModelServ
     },
     models: () => registry.models(),
     onChange: (cb) => registry.onChange(cb),
-    close: () => registry.close(),
+    close: () => {
+      unwatch();
+      return registry.close();
+    },
   };
 }

@@ -167,6 +167,22 @@ describe('emulator', () => {
     expect(e.stats().faults.slow).toBe(1);
   });
 
+  it('answers garbage (HTTP 200, no chat completion) when told to, while its probes still answer', async () => {
+    const { e } = await start({ emulate: 'llama-server', faults: { garbageRate: 1 } });
+    const chat = await fetch(`${e.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    expect(chat.status).toBe(200);
+    const text = await chat.text();
+    expect(() => JSON.parse(text)).toThrow();
+    expect(e.stats().faults.garbage).toBe(1);
+    const models = await fetch(`${e.url}/v1/models`);
+    expect(models.status).toBe(200);
+    expect(((await models.json()) as { data: { id: string }[] }).data.map((m) => m.id)).toContain(MODEL);
+  });
+
   it('speaks Ollama native /api/chat with prompt-eval timings (no cached count), streamed or not', async () => {
     const { e } = await start({
       emulate: 'ollama',
