@@ -5,6 +5,7 @@
 //   node test/fleet/outsider.ts squat TOKEN    no certificate: advertise, ask the bootstrap node's log
 // It prints `outsider: …` lines for each outcome, and `outsider: disconnected after N ms` when the
 // fleet hangs up on it.
+
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { multiaddr } from '@multiformats/multiaddr';
 import { createHost } from '../../node/fleet/host.ts';
@@ -12,6 +13,7 @@ import { dialFramed } from '../../node/wire/streams.ts';
 import { LogReply } from '../../protocol/fetch.ts';
 import { AdmitReply, type AdmitRequest } from '../../protocol/membership.ts';
 import { ADMIT_PROTOCOL, advertTopic, LOG_PROTOCOL } from '../../protocol/topics.ts';
+import { bareAdvert } from '../helpers/adverts.ts';
 import { tokenJson } from '../helpers/fleet.ts';
 
 const [mode, token] = process.argv.slice(2) as ['invite' | 'squat', string];
@@ -43,23 +45,7 @@ if (mode === 'invite') {
 } else {
   const pubsub = host.services.pubsub;
   pubsub.subscribe(topic);
-  const advert = {
-    v: 1,
-    peerId: host.peerId.toString(),
-    seq: 1,
-    sentAt: Date.now(),
-    leaving: false,
-    version: '0.1.0',
-    host: 'outsider',
-    addrs: [],
-    models: [],
-    memory: { total: 1, free: 1, reserved: 0 },
-    load: { queued: 0, running: 0, capacity: 0 },
-    warm: [],
-    workspaces: [],
-    sandbox: { backend: 'none', ok: false },
-    roles: ['worker'],
-  };
+  const advert = bareAdvert(host.peerId.toString(), 'outsider');
   const published = await pubsub.publish(topic, new TextEncoder().encode(JSON.stringify(advert))).then(
     (r) => `${r.recipients.length} recipient(s)`,
     (err: Error) => err.message,

@@ -4,11 +4,13 @@
 //   node test/fleet/rogue-member.ts <token> <data dir> [adverts|certificates]
 // Each set stays under the invalid-message budget that gets a peer graylisted (its score drops
 // after a few rejections and the rest would go unread): run one process per set.
+
 import { multiaddr } from '@multiformats/multiaddr';
 import { acceptToken } from '../../cli/commands/join.ts';
 import { DataDir } from '../../node/data-dir.ts';
 import { startMemberHost } from '../../node/membership/member-host.ts';
 import { advertTopic } from '../../protocol/topics.ts';
+import { bareAdvert } from '../helpers/adverts.ts';
 
 const [token, dir, set = 'adverts'] = process.argv.slice(2) as [string, string, string?];
 const dataDir = new DataDir(dir);
@@ -35,23 +37,7 @@ while (pubsub.getSubscribers(topic).length === 0 || !membership.certificate()) {
 }
 const self = host.peerId.toString();
 const encoder = new TextEncoder();
-const valid = {
-  v: 1,
-  peerId: self,
-  seq: 1,
-  sentAt: Date.now(),
-  leaving: false,
-  version: '0.1.0',
-  host: 'rogue',
-  addrs: [],
-  models: [],
-  memory: { total: 1, free: 1, reserved: 0 },
-  load: { queued: 0, running: 0, capacity: 0 },
-  warm: [],
-  workspaces: [],
-  sandbox: { backend: 'none', ok: false },
-  roles: ['worker'],
-};
+const valid = bareAdvert(self, 'rogue');
 const adverts: [string, Uint8Array][] = [
   ['not json', encoder.encode('{"v":1, this is not json')],
   ['wrong field types', encoder.encode(JSON.stringify({ ...valid, seq: 'many', memory: 'lots' }))],

@@ -52,6 +52,20 @@ export function advert(peerId: string, overrides: Partial<Advert> = {}): Advert 
   );
 }
 
+/** An advert of a node that serves nothing (no models, no slots, no sandbox), sent now: what a rogue or fuzzing member publishes as its valid base. */
+export function bareAdvert(peerId: string, host: string): Advert {
+  return advert(peerId, {
+    sentAt: Date.now(),
+    host,
+    models: [],
+    memory: { total: 1, free: 1, reserved: 0 },
+    load: { queued: 0, running: 0, capacity: 0 },
+    workspaces: [],
+    sandbox: { backend: 'none', ok: false },
+    roles: ['worker'],
+  });
+}
+
 export function fleetNode(a: Advert, receivedAt = 0): FleetNode {
   return { advert: a, receivedAt, self: false };
 }

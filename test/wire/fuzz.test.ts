@@ -6,6 +6,7 @@
 //   VTNODE_FUZZ_CASES=N     cases per protocol and per topic (default 30)
 //   VTNODE_FUZZ_SEED=S      seed (default 1111)
 //   VTNODE_FUZZ_REPLAY=name:i   only case i of one protocol or topic (e.g. job:17, advert:3)
+
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
@@ -28,6 +29,7 @@ import {
   revocationTopic,
   SAMPLE_PROTOCOL,
 } from '../../protocol/topics.ts';
+import { bareAdvert } from '../helpers/adverts.ts';
 import { eventually, Sandbox } from '../helpers/cli.ts';
 import { signedDigest } from '../helpers/digests.ts';
 import { initFleet, peerIdOf, startNode, status, type TestNode, tokenJson } from '../helpers/fleet.ts';
@@ -187,23 +189,7 @@ const GOSSIP: GossipTarget[] = [
     name: 'advert',
     topic: advertTopic(FLEET),
     schema: Advert,
-    valid: (me): Advert => ({
-      v: 1,
-      peerId: me.peerId,
-      seq: 1,
-      sentAt: Date.now(),
-      leaving: false,
-      version: '0.1.0',
-      host: 'fuzzer',
-      addrs: [],
-      models: [],
-      memory: { total: 1, free: 1, reserved: 0 },
-      load: { queued: 0, running: 0, capacity: 0 },
-      warm: [],
-      workspaces: [],
-      sandbox: { backend: 'none', ok: false },
-      roles: ['worker'],
-    }),
+    valid: (me): Advert => bareAdvert(me.peerId, 'fuzzer'),
     rejected: /rejected an advert/,
     mustReject: MALFORMED,
   },
