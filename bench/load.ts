@@ -168,9 +168,16 @@ async function main(): Promise<void> {
   }
 }
 
+const cleanup = async () => {
+  await box.cleanup();
+  await Promise.all(closers.map((c) => c()));
+};
+// Stopped from outside (a test's time limit, Ctrl-C): the fleet's processes go too.
+for (const signal of ['SIGTERM', 'SIGINT'] as const)
+  process.once(signal, () => void cleanup().finally(() => process.exit(1)));
+
 try {
   await main();
 } finally {
-  await box.cleanup();
-  await Promise.all(closers.map((c) => c()));
+  await cleanup();
 }

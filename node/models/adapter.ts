@@ -100,7 +100,7 @@ export interface ModelAdapterOptions {
   behaviour: ServerBehaviour;
   /** Requests sent at once (the server's concurrency). */
   concurrency: number;
-  /** Requests accepted (queued + running) before new jobs are refused with QueueFullError. */
+  /** Requests in flight or due next (each job counts min(k, concurrency)) before new jobs are refused with QueueFullError. */
   maxQueued?: number;
   /** Milliseconds one request may take, response body included. */
   requestTimeoutMs?: number;
@@ -126,7 +126,8 @@ export interface ModelAdapter {
   /**
    * Generates k samples: the first request alone (it warms the prompt cache), then the other k-1 up to
    * the server's concurrency (or one n=k-1 request). Outcomes are yielded as soon as each is ready.
-   * Throws QueueFullError at once when the server's queue cannot take k more requests.
+   * Throws QueueFullError at once when the server's queue cannot take this job's share of it
+   * (min(k, concurrency) requests: what one job has in flight at most).
    */
   generate(request: GenerateRequest): AsyncIterable<SampleOutcome>;
   /** Requests queued (accepted, waiting), running, and the server's concurrency. */
@@ -532,14 +533,19 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
         throw new RangeError(`sampling.maxTokens must be a positive integer, got ${req.sampling.maxTokens}`);
       if (req.seeds && req.seeds.length !== req.k)
         throw new RangeError(`seeds has ${req.seeds.length} entries, expected k = ${req.k}`);
-      if (reserved + req.k > maxQueued) throw new QueueFullError(url, req.k, reserved, maxQueued);
-      reserved += req.k;
+      // A job holds at most `concurrency` of its requests in flight (the rest wait their turn here), so
+      // it reserves that share of the queue, not all k: a job of k = 200 fits a queue of 64.
+      const share = Math.min(req.k, concurrency);
+      if (reserved + share > maxQueued) throw new QueueFullError(url, share, reserved, maxQueued);
+      reserved += share;
       const settled = new Set<number>();
+      const held = () => Math.min(share, req.k - settled.size);
       const settle = (indices: number[]) => {
         for (const i of indices) {
           if (settled.has(i)) continue;
+          const before = held();
           settled.add(i);
-          reserved--;
+          reserved -= before - held();
         }
       };
       const seeds = req.seeds ?? Array.from({ length: req.k }, (_, i) => (req.seedBase ?? 0) + i);

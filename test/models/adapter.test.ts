@@ -283,23 +283,35 @@ describe('model adapter against the emulator', () => {
 
   it('rejects a job when the bounded queue is full, with a clear error, and accepts again once drained', async () => {
     const e = await emulator({ emulate: 'llama-server', prefillTps: 20_000, decodeTps: 2_000, timeScale: 1 });
-    const adapter = await adapterFor(e, { maxQueued: 4 });
-    const running = collect(adapter.generate(job(fixture.tasks[0]!, 3)));
-    expect(adapter.load().queued + adapter.load().running).toBe(3);
+    // Concurrency 1: each job holds one request in flight at a time, so it takes one place in the queue.
+    const adapter = await adapterFor(e, { maxQueued: 2 });
+    const first = collect(adapter.generate(job(fixture.tasks[0]!, 3)));
+    const second = collect(adapter.generate(job(fixture.tasks[1]!, 2)));
+    expect(adapter.load().queued + adapter.load().running).toBe(2);
     let err: unknown;
     try {
-      adapter.generate(job(fixture.tasks[1]!, 2));
+      adapter.generate(job(fixture.tasks[0]!, 2));
     } catch (e) {
       err = e;
     }
     expect(err).toBeInstanceOf(QueueFullError);
     expect((err as Error).message).toMatch(
-      /queue full: 3 requests queued or running, limit 4, this job needs 2 more/,
+      /queue full: 2 requests queued or running, limit 2, this job needs 1 more/,
     );
     expect((err as Error).message).toContain(e.url);
-    expect((await running).every((o) => o.ok)).toBe(true);
+    expect((await first).every((o) => o.ok)).toBe(true);
+    expect((await second).every((o) => o.ok)).toBe(true);
     expect(adapter.load()).toEqual({ queued: 0, running: 0, capacity: 1 });
-    expect((await collect(adapter.generate(job(fixture.tasks[1]!, 2)))).every((o) => o.ok)).toBe(true);
+    expect((await collect(adapter.generate(job(fixture.tasks[0]!, 2)))).every((o) => o.ok)).toBe(true);
+  });
+
+  it('admits a job of more samples than the queue holds (k = 10, a queue of 4): it has one request in flight at a time', async () => {
+    const e = await emulator({ emulate: 'llama-server', prefillTps: 20_000, decodeTps: 2_000, timeScale: 1 });
+    const adapter = await adapterFor(e, { maxQueued: 4 });
+    const outcomes = await collect(adapter.generate(job(fixture.tasks[0]!, 10)));
+    expect(outcomes).toHaveLength(10);
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    expect(adapter.load()).toEqual({ queued: 0, running: 0, capacity: 1 });
   });
 
   it('reports an unknown model as a non-retryable failure after one attempt', async () => {
