@@ -104,8 +104,11 @@ async function main(): Promise<void> {
     // Poll the submitter's scored count and each collector's bodies once a second.
     const scoredAt: number[] = [];
     const bodiesAt: number[][] = [[], []];
+    // A milestone every twentieth of the campaign: the time its scored count, then each collector's
+    // bodies, first reached it; the lag is the difference.
+    const step = Math.max(10, Math.floor(TOTAL / 20));
     const milestone = (list: number[], count: number, now: number) => {
-      while (list.length < Math.floor(count / 1000)) list.push(now);
+      while (list.length < Math.floor(count / step)) list.push(now);
     };
     let polling = true;
     const poll = (async () => {
@@ -137,7 +140,7 @@ async function main(): Promise<void> {
       await eventually(
         async () => {
           const s = await collectorStatus(d);
-          return s && s.stats.bodies >= TOTAL && s.stats.pending === 0 ? s : null;
+          return s && s.stats.samples === TOTAL && s.stats.pending === 0 ? s : null;
         },
         300_000,
         `collector ${d} to hold ${TOTAL} bodies`,

@@ -139,7 +139,7 @@ export const command: Command = {
     process.removeListener('SIGTERM', onSignal);
     const s = node.status();
     process.stderr.write(
-      `collector stopped: ${s.stats.digests} digests, ${s.stats.bodies} bodies, ${s.stats.pending} pending, ${s.stats.rejected} rejected\n`,
+      `collector stopped: ${s.stats.samples} samples (${s.stats.digests} digests), ${s.stats.bodies} bodies, ${s.stats.pending} pending, ${s.stats.rejected} rejected\n`,
     );
     return 0;
   },

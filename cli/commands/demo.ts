@@ -214,9 +214,9 @@ export const command: Command = {
       const until = Date.now() + 180_000;
       for (;;) {
         const st = await readFile(join(collectorDir, 'collector.json'), 'utf8')
-          .then((t) => JSON.parse(t) as { stats: { digests: number; pending: number } })
+          .then((t) => JSON.parse(t) as { stats: { samples: number; pending: number } })
           .catch(() => null);
-        if (st && st.stats.digests >= scored && st.stats.pending === 0) break;
+        if (st && st.stats.samples >= scored && st.stats.pending === 0) break;
         if (Date.now() > until)
           throw new CliError('the collector did not gather every sample within 3 minutes');
         await new Promise((r) => setTimeout(r, 1000));

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { type Digest, MAX_LOG_DIGESTS_PER_FRAME, type SignedDigest } from '../../protocol/digest.ts';
-import type { OriginSummary, SampleReply } from '../../protocol/fetch.ts';
+import { MAX_SAMPLES_PER_REQUEST, type OriginSummary, type SampleReply } from '../../protocol/fetch.ts';
 import { sampleId } from '../../protocol/job.ts';
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
@@ -11,6 +11,7 @@ import { logger } from '../logger.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import { planCatchUp, summaryKey, worthPulling } from './catch-up.ts';
 import { claimsAgree } from './claims.ts';
+import { createFetchQueue } from './fetch-queue.ts';
 import { type Claim, DATASET_DB, type DatasetStore } from './store.ts';
 import { type OriginTrust, selectedForAudit, trustOf } from './trust.ts';
 
@@ -104,10 +105,16 @@ export interface StorageHealth {
 }
 
 export interface CollectorStats {
+  /** Signed digests held, one per (origin, seq): a sample two nodes both finished counts twice. */
   digests: number;
+  /** Distinct sample ids among them. */
+  samples: number;
+  /** Rows whose audit ran (held in the dataset, so it survives a restart). */
+  audited: number;
   bodies: number;
   pending: number;
   rejected: number;
+  /** Audits run since this collector started, and how many of them failed. */
   audits: number;
   auditFailures: number;
   fetchErrors: number;
@@ -257,7 +264,6 @@ export function createCollector(options: CollectorOptions): Collector {
   // ---- bodies ----
   const queued = new Map<string, SignedDigest>();
   let flushTimer: NodeJS.Timeout | null = null;
-  let flushing: Promise<void> | null = null;
   /** Peers whose /vtnode/log/2 index listed an origin: they hold (some of) its rows. */
   const holders = new Map<string, Set<string>>();
 
@@ -291,13 +297,7 @@ export function createCollector(options: CollectorOptions): Collector {
         if (storageFault(err)) return;
         throw err;
       }
-      if (batch.length === 0) return;
-      const run: Promise<void> = (flushing ?? Promise.resolve())
-        .then(() => fetchAll(batch, stopSignal))
-        .finally(() => {
-          if (flushing === run) flushing = null;
-        });
-      flushing = run;
+      bodies.add(batch);
     }, fetchDelayMs);
   };
 
@@ -315,23 +315,30 @@ export function createCollector(options: CollectorOptions): Collector {
     return why;
   };
 
-  /** Fetches the bodies of digests: from their origin first, then from other holders. */
+  /** Bodies wanted, fetched from their origin first, then from other holders; rows coalesce per origin. */
+  const bodies = createFetchQueue({
+    concurrency,
+    batch: MAX_SAMPLES_PER_REQUEST,
+    fetch: (origin, rows) => fetchBatch(origin, rows, stopSignal),
+    onError(err) {
+      // Not stored: the bodies stay pending and are fetched again by the next catch-up.
+      if (storageFault(err) || stopSignal.aborted) return;
+      log.warn(`fetching bodies failed: ${(err as Error).message}`);
+    },
+  });
+
+  /** Queues the bodies of digests and resolves once every queued fetch is done (or `signal` aborts). */
   async function fetchAll(digests: readonly SignedDigest[], signal: AbortSignal): Promise<void> {
-    const byOrigin = new Map<string, SignedDigest[]>();
-    for (const d of digests) {
-      const list = byOrigin.get(d.origin) ?? [];
-      list.push(d);
-      byOrigin.set(d.origin, list);
-    }
-    const jobs: [string, SignedDigest[]][] = [];
-    for (const [origin, list] of byOrigin)
-      for (let i = 0; i < list.length; i += 64) jobs.push([origin, list.slice(i, i + 64)]);
-    await pool(jobs, concurrency, signal, ([origin, batch]) =>
-      fetchBatch(origin, batch, signal).catch((err: unknown) => {
-        // Not stored: the bodies stay pending and are fetched again once the disk has space.
-        if (!storageFault(err)) throw err;
-      }),
-    );
+    bodies.add(digests);
+    if (signal.aborted) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      void bodies.drained().then(done);
+    });
   }
 
   /**
@@ -489,7 +496,7 @@ export function createCollector(options: CollectorOptions): Collector {
     fetchPending,
     async idle() {
       for (;;) {
-        const waits = [flushing, auditing, catchingUp].filter(Boolean);
+        const waits = [bodies.size() > 0 ? bodies.drained() : null, auditing, catchingUp].filter(Boolean);
         if (flushTimer || queued.size > 0) {
           await new Promise((r) => setTimeout(r, fetchDelayMs + 5));
           continue;
@@ -516,7 +523,8 @@ export function createCollector(options: CollectorOptions): Collector {
       if (flushTimer) clearTimeout(flushTimer);
       flushTimer = null;
       stopper.abort(new Error('collector stopped'));
-      await Promise.allSettled([flushing, auditing, catchingUp].filter(Boolean));
+      bodies.clear();
+      await Promise.allSettled([bodies.drained(), auditing, catchingUp].filter(Boolean));
     },
   };
 }

@@ -134,7 +134,16 @@ export interface DatasetStore {
    * and quarantine): two collectors that hold the same samples report the same value.
    */
   contentDigest(): string;
-  counts(): { digests: number; bodies: number; pending: number; rejected: number; origins: number };
+  /** Rows (one per origin and seq), distinct sample ids among them, rows per body state, rows audited. */
+  counts(): {
+    digests: number;
+    samples: number;
+    bodies: number;
+    pending: number;
+    rejected: number;
+    audited: number;
+    origins: number;
+  };
   close(): void;
 }
 
@@ -284,8 +293,9 @@ export function openDatasetStore(dir: string): DatasetStore {
     allOfOrigin: db.prepare('SELECT * FROM samples WHERE origin = ? ORDER BY seq'),
     allOfState: db.prepare('SELECT * FROM samples WHERE body_state = ? ORDER BY origin, seq'),
     counts: db.prepare(
-      `SELECT COUNT(*) AS digests, COALESCE(SUM(body_state = 'ok'), 0) AS bodies,
+      `SELECT COUNT(*) AS digests, COUNT(DISTINCT sample_id) AS samples, COALESCE(SUM(body_state = 'ok'), 0) AS bodies,
               COALESCE(SUM(body_state = 'pending'), 0) AS pending, COALESCE(SUM(body_state = 'rejected'), 0) AS rejected,
+              COALESCE(SUM(audit != 'none'), 0) AS audited,
               (SELECT COUNT(*) FROM origins) AS origins FROM samples`,
     ),
   };
@@ -573,9 +583,11 @@ export function openDatasetStore(dir: string): DatasetStore {
       const r = q.counts.get() as Record<string, number>;
       return {
         digests: Number(r.digests),
+        samples: Number(r.samples),
         bodies: Number(r.bodies),
         pending: Number(r.pending),
         rejected: Number(r.rejected),
+        audited: Number(r.audited),
         origins: Number(r.origins),
       };
     },

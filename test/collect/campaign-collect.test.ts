@@ -131,8 +131,13 @@ describe('collectors through a campaign (separate processes)', () => {
     c2 = box.spawn(collectorArgs(c2Dir, ds2));
 
     const total = picked.length * k;
-    const settled = (s: CollectorStatus | null) =>
-      s && s.stats.digests === total && s.stats.pending === 0 && s.trust.length === 3 ? s : null;
+    // Complete: every sample id, every body. A job backed up on a slow machine leaves a second claim of
+    // its samples by another origin, so digests may exceed the sample count. Throws what it saw, so a
+    // timeout says which count fell short.
+    const settled = (s: CollectorStatus | null) => {
+      if (s && s.stats.samples === total && s.stats.pending === 0 && s.trust.length === 3) return s;
+      throw new Error(`not settled: ${JSON.stringify(s && { stats: s.stats, origins: s.trust.length })}`);
+    };
     const s1 = await eventually(
       async () => settled(await collectorStatus(c1Dir)),
       180_000,
@@ -143,17 +148,20 @@ describe('collectors through a campaign (separate processes)', () => {
       180_000,
       'collector 2 complete',
     );
-    // Audits run in the background: wait until both collectors judged the same samples.
+    // Audits run in the background (every row: --audit-fraction 1): wait until both collectors judged
+    // every sample they hold, and judged them alike.
     await eventually(
       async () => {
         const [a, b] = [await collectorStatus(c1Dir), await collectorStatus(c2Dir)];
-        return a && b && a.contentDigest === b.contentDigest ? a : null;
+        const audited = (s: CollectorStatus) => s.stats.audited === s.stats.bodies;
+        if (a && b && audited(a) && audited(b) && a.contentDigest === b.contentDigest) return a;
+        throw new Error(`not yet: ${JSON.stringify([a?.stats, b?.stats])}`);
       },
       180_000,
       'identical datasets',
     );
-    expect(s1.stats.bodies).toBe(total);
-    expect(s2.stats.bodies).toBe(total);
+    expect(s1.stats.bodies).toBe(s1.stats.digests);
+    expect(s2.stats.bodies).toBe(s2.stats.digests);
 
     const liar = peers[2]!;
     const trust = (await collectorStatus(c1Dir))!.trust;

@@ -77,7 +77,9 @@ describe('vtnode collect (separate processes on loopback)', () => {
     c2.child.kill('SIGTERM');
     expect(await c1.exited).toBe(0);
     expect(await c2.exited).toBe(0);
-    expect(c1.output()).toMatch(/collector stopped: 240 digests, 240 bodies, 0 pending, 0 rejected/);
+    expect(c1.output()).toMatch(
+      /collector stopped: 240 samples \(240 digests\), 240 bodies, 0 pending, 0 rejected/,
+    );
     const r1 = await vtnode(['report', '--from', ds1, '--json']);
     const r2 = await vtnode(['report', '--from', ds2, '--json']);
     expect(r1.code, r1.stderr).toBe(0);
