@@ -1,8 +1,8 @@
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SignedDigest } from '../../protocol/digest.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
+import { writePrivate } from '../data-dir.ts';
 import { createDigestGossip } from '../digests/gossip.ts';
 import { createLogServer, createSampleServer } from '../digests/servers.ts';
 import type { Host } from '../fleet/host.ts';
@@ -145,7 +145,8 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     const text = `${JSON.stringify(status(), null, 2)}\n`;
     if (text === last) return;
     last = text;
-    await writeFile(options.statusFile, text).catch((err: Error) =>
+    // Atomic (temp file + rename): `vtnode status`, the demo and tests read it while it is rewritten.
+    await writePrivate(options.statusFile, text).catch((err: Error) =>
       log.warn(`writing status failed: ${err.message}`),
     );
   };

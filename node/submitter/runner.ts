@@ -106,6 +106,8 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   const streams = new Map<string, AbortController>();
   /** Per running job: its last progress (ms since epoch) and how many scored samples it sent. */
   const progress = new Map<string, { at: number; scored: number }>();
+  /** peerId → its last progress on any job (the hedger counts a node's silence, not a job's). */
+  const nodeProgress = new Map<string, number>();
   /** Backup job id → the job it backs up. */
   const backups = new Map<string, string>();
   /** Nodes that returned a scored sample (out of probation). */
@@ -152,6 +154,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     if (!p) return;
     hedger?.gap(lease.model, now - p.at);
     p.at = now;
+    nodeProgress.set(lease.peerId, now);
     if (scored) {
       p.scored++;
       delivered.add(lease.peerId);
@@ -359,6 +362,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       peerId: j.peerId,
       model: j.model,
       lastProgressAt: progress.get(j.jobId)?.at ?? j.leasedAt,
+      nodeProgressAt: nodeProgress.get(j.peerId) ?? 0,
       hedged: paired.has(j.jobId),
     }));
     for (const stalled of hedger.stalled(watched, now)) {

@@ -57,4 +57,29 @@ describe('hedger', () => {
     expect(unmeasured.stalled(jobs, 10_000).map((j) => j.jobId)).toEqual(['a', 'c']);
     expect(unmeasured.stalled(jobs, 8_000).map((j) => j.jobId)).toEqual(['a']);
   });
+
+  it("counts a node's silence, not a job's: a job queued behind its node's progressing jobs is not backed up", () => {
+    const h = createHedger({ minStallMs: 1000 });
+    h.gap('m', 100);
+    const jobs = [
+      // Queued on p1 for 10 s while p1's other job progressed 0.5 s ago.
+      job('queued', 0, { peerId: 'p1' }),
+      job('running', 9500, { peerId: 'p1' }),
+      // Queued on p2 whose last progress was a job that has finished (no longer watched).
+      job('after-finished', 0, { peerId: 'p2', nodeProgressAt: 9800 }),
+      // p3 sent nothing on either job for 10 s: both are stalled.
+      job('silent-1', 0, { peerId: 'p3' }),
+      job('silent-2', 500, { peerId: 'p3' }),
+      // p4's node-wide progress is old too.
+      job('old', 0, { peerId: 'p4', nodeProgressAt: 2000 }),
+    ];
+    expect(h.stalled(jobs, 10_000).map((j) => j.jobId)).toEqual(['silent-1', 'silent-2', 'old']);
+    // Once p1 falls silent as a whole, both its jobs are stalled.
+    expect(
+      h
+        .stalled(jobs, 10_600)
+        .map((j) => j.jobId)
+        .sort(),
+    ).toEqual(['old', 'queued', 'running', 'silent-1', 'silent-2'].sort());
+  });
 });
