@@ -2,17 +2,14 @@
 // emulated model servers and a fast scoring script instead of the sandbox (helpers/fast-scoring-node.ts),
 // so the mesh itself is measured: placement, sample logs, digest gossip, catch-up and body fetches.
 // Checks completion and that both collectors hold exactly the N distinct samples; prints peak RSS per
-// process and the digest-to-collector lag (polled once a second) as JSON.
+// process and each collector's lag from a sample's scoring to its body stored there (p50/p99) as JSON.
 //   node bench/load.ts [--k 200]   (25 tasks x 4 models x k samples)
 
 import { strict as assert } from 'node:assert';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { connectControl } from '../node/control/client.ts';
-import { DataDir } from '../node/data-dir.ts';
 import { createEmulator } from '../node/model-server/emulator.ts';
-import type { CampaignStatus } from '../node/submitter/service.ts';
 import { LEDGER, mineLedger, writeTasks } from '../test/helpers/campaign.ts';
 import { eventually, type Proc, Sandbox, vtnode } from '../test/helpers/cli.ts';
 import { collectorStatus } from '../test/helpers/collect.ts';
@@ -34,11 +31,6 @@ async function peakRssMiB(proc: Proc): Promise<number> {
   const text = await readFile(`/proc/${proc.child.pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+) kB/.exec(text)![1]) / 1024;
 }
-
-const percentile = (xs: number[], p: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
-};
 
 async function main(): Promise<void> {
   {
@@ -101,30 +93,6 @@ async function main(): Promise<void> {
       'five ready workers',
     );
 
-    // Poll the submitter's scored count and each collector's bodies once a second.
-    const scoredAt: number[] = [];
-    const bodiesAt: number[][] = [[], []];
-    // A milestone every twentieth of the campaign: the time its scored count, then each collector's
-    // bodies, first reached it; the lag is the difference.
-    const step = Math.max(10, Math.floor(TOTAL / 20));
-    const milestone = (list: number[], count: number, now: number) => {
-      while (list.length < Math.floor(count / step)) list.push(now);
-    };
-    let polling = true;
-    const poll = (async () => {
-      const control = await connectControl(new DataDir(d0));
-      while (polling) {
-        const now = Date.now();
-        const st = await control
-          .call<CampaignStatus>('POST', '/campaign/status', { name: 'load' })
-          .catch(() => null);
-        if (st) milestone(scoredAt, st.summary.samples.scored, now);
-        for (const [i, d] of collectorDirs.entries())
-          milestone(bodiesAt[i]!, (await collectorStatus(d))?.stats.bodies ?? 0, now);
-        await new Promise((r) => setTimeout(r, 1000));
-      }
-    })();
-
     const started = Date.now();
     const models = MODELS.flatMap((m) => ['--model', m]);
     const args = ['--tasks', file, ...models, '--split', 'all', '-k', String(K), '--campaign', 'load'];
@@ -145,17 +113,16 @@ async function main(): Promise<void> {
         300_000,
         `collector ${d} to hold ${TOTAL} bodies`,
       );
-    polling = false;
-    await poll;
     const rss = Object.fromEntries(
       await Promise.all(Object.entries(procs).map(async ([k, p]) => [k, await peakRssMiB(p)] as const)),
     );
-    const lags = bodiesAt.flatMap((list) => list.map((t, i) => t - scoredAt[i]!).filter(Number.isFinite));
     const ids = datasets.map(datasetIds);
     assert.equal(ids[0]!.length, TOTAL);
     assert.deepEqual(ids[1], ids[0]);
     const [c0, c1] = await Promise.all(collectorDirs.map(collectorStatus));
     assert.equal(c1!.contentDigest, c0!.contentDigest);
+    // Each collector measures every body's lag, from its scoring at the origin to its storing here.
+    const lag = (s: typeof c0) => ({ p50: s!.stats.lagP50Ms, p99: s!.stats.lagP99Ms });
 
     const figures = {
       samples: TOTAL,
@@ -164,7 +131,7 @@ async function main(): Promise<void> {
       campaignSeconds: Math.round(campaignMs / 1000),
       samplesPerSecond: Math.round(TOTAL / (campaignMs / 1000)),
       peakRssMiB: Object.fromEntries(Object.entries(rss).map(([k, v]) => [k, Math.round(v)])),
-      lagMs: { p50: percentile(lags, 50), p99: percentile(lags, 99), milestones: lags.length },
+      lagMs: { collector0: lag(c0), collector1: lag(c1) },
       distinctInBothDatasets: ids[0]!.length,
     };
     process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);

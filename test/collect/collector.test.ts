@@ -106,6 +106,11 @@ describe('collector', () => {
     await c1.idle();
     expect(s1.counts()).toMatchObject({ digests: 1100, bodies: 1100, pending: 0, rejected: 0 });
     expect(s1.highWater(w.host.peerId.toString())).toBe(1100);
+    // The lag of each body from its scoring (helpers/samples.ts: scoredAt 1_790_000_000_000 + index).
+    const { lagP50Ms, lagP99Ms } = c1.stats();
+    const expected = Date.now() - 1_790_000_000_000;
+    expect(Math.abs(lagP50Ms! - expected) / expected).toBeLessThan(0.02);
+    expect(lagP99Ms!).toBeGreaterThanOrEqual(lagP50Ms!);
     const sample = s1.samples({ origin: w.host.peerId.toString() })[5]!;
     expect(sample.body?.candidate).toBe('export const f5 = () => 5; // w1\n');
 

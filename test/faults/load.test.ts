@@ -12,6 +12,7 @@ interface LoadReport {
   samples: number;
   distinctInBothDatasets: number;
   peakRssMiB: Record<string, number>;
+  lagMs: Record<string, { p50: number | null; p99: number | null }>;
 }
 
 function runBench(k: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -44,6 +45,12 @@ describe('load drill at CI size', () => {
     expect(report.samples).toBe(200);
     expect(report.distinctInBothDatasets).toBe(200);
     expect(Object.keys(report.peakRssMiB)).toHaveLength(7);
+    // Each collector measured the lag of every body it fetched, scoring to stored.
+    for (const c of ['collector0', 'collector1']) {
+      const { p50, p99 } = report.lagMs[c]!;
+      expect(p50).toBeGreaterThan(0);
+      expect(p99).toBeGreaterThanOrEqual(p50!);
+    }
     console.log(`load drill: ${res.stdout.replace(/\s+/g, ' ')}`);
   }, 300_000);
 });
