@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     const started = Date.now();
     const models = MODELS.flatMap((m) => ['--model', m]);
     const args = ['--tasks', file, ...models, '--split', 'all', '-k', String(K), '--campaign', 'load'];
-    const res = await vtnode(['run', '--data-dir', d0, ...args, '--json'], { timeoutMs: 1_500_000 });
+    const res = await vtnode(['run', '--data-dir', d0, ...args, '--json'], { timeoutMs: 3_600_000 });
     const campaignMs = Date.now() - started;
     assert.equal(res.code, 0, res.stderr);
     assert.deepEqual((({ planned, scored }) => ({ planned, scored }))(JSON.parse(res.stdout).samples), {
@@ -110,7 +110,7 @@ async function main(): Promise<void> {
           const s = await collectorStatus(d);
           return s && s.stats.samples === TOTAL && s.stats.pending === 0 ? s : null;
         },
-        300_000,
+        600_000,
         `collector ${d} to hold ${TOTAL} bodies`,
       );
     const rss = Object.fromEntries(
