@@ -172,7 +172,22 @@ export async function createLogServer(options: LogServerOptions): Promise<Server
 }
 
 export interface FetchOptions {
+  /** Aborts the fetch. */
   signal?: AbortSignal;
+  /**
+   * Longest one request may take, ms (default 60 s): a peer that accepts the stream and never
+   * answers fails the fetch (the caller tries another holder, or the next catch-up) instead of
+   * holding it, and the caller's fetch slot, forever.
+   */
+  timeoutMs?: number;
+}
+
+const DEFAULT_FETCH_TIMEOUT_MS = 60_000;
+
+/** The signal of one request: the caller's, and its own time limit. */
+function requestSignal(options: FetchOptions): AbortSignal {
+  const limit = AbortSignal.timeout(options.timeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS);
+  return options.signal ? AbortSignal.any([options.signal, limit]) : limit;
 }
 
 function peerOf(peer: string | PeerId): PeerId {
@@ -195,7 +210,7 @@ export async function fetchBodies(
     const wire = await dialFramed<typeof SampleReply, SampleRequest>(host, peerOf(peer), SAMPLE_PROTOCOL, {
       schema: SampleReply,
       maxFrameBytes: MAX_SAMPLE_FRAME_BYTES,
-      signal: options.signal,
+      signal: requestSignal(options),
     });
     try {
       await wire.send({ v: 2, samples: batch });
@@ -225,7 +240,7 @@ async function askLog(
   const wire = await dialFramed<typeof LogReply, LogRequest>(host, peerOf(peer), LOG_PROTOCOL, {
     schema: LogReply,
     maxFrameBytes: MAX_LOG_FRAME_BYTES,
-    signal: options.signal,
+    signal: requestSignal(options),
   });
   try {
     await wire.send(request);

@@ -161,3 +161,37 @@ describe('/vtnode/log/2 of a collector: any origin it holds, pages of origins', 
     await tmp.cleanup();
   }, 60_000);
 });
+
+describe('fetches from a peer that accepts a stream and never answers', () => {
+  let mute: Host;
+  beforeAll(async () => {
+    mute = await testHost(psk);
+    // Takes each stream and holds it: no reply, no close.
+    const held: unknown[] = [];
+    for (const protocol of [SAMPLE_PROTOCOL, LOG_PROTOCOL])
+      await mute.handle(protocol, ({ stream }) => {
+        held.push(stream);
+      });
+    await connect(client, mute);
+  }, 30_000);
+  afterAll(() => mute?.stop());
+
+  it('fail after their time limit instead of waiting forever (bodies, origins, digests)', async () => {
+    const started = Date.now();
+    const limit = { timeoutMs: 400 };
+    await expect(fetchBodies(client, mute.peerId, [{ origin, seq: 1 }], limit)).rejects.toThrow(
+      /abort|timeout/i,
+    );
+    await expect(fetchOrigins(client, mute.peerId, limit)).rejects.toThrow(/abort|timeout/i);
+    await expect(fetchDigests(client, mute.peerId, origin, 0, 10, limit)).rejects.toThrow(/abort|timeout/i);
+    // Bounded by the limits, not by the test's own timeout (generous: a loaded machine).
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it("still ends at once on the caller's signal", async () => {
+    const ctl = new AbortController();
+    const fetching = fetchBodies(client, mute.peerId, [{ origin, seq: 1 }], { signal: ctl.signal });
+    setTimeout(() => ctl.abort(new Error('stopping')), 100);
+    await expect(fetching).rejects.toThrow(/stopping|abort/i);
+  });
+});
