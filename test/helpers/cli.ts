@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -75,6 +76,15 @@ export class Sandbox {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
+    // VTNODE_TEST_LOG_DIR=DIR keeps each process's output in DIR/<pid>-<command>.log (a bench or a
+    // failing drill read afterwards).
+    const logDir = process.env.VTNODE_TEST_LOG_DIR;
+    if (logDir) {
+      const file = createWriteStream(join(logDir, `${child.pid}-${args[0] ?? 'vtnode'}.log`));
+      child.stdout!.pipe(file, { end: false });
+      child.stderr!.pipe(file, { end: false });
+      child.on('close', () => file.end());
+    }
     child.stdout!.on('data', (d) => {
       out += d;
     });
