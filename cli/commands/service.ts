@@ -28,7 +28,9 @@ Options:
   --system            a system service instead of a per-user one (needs root)
   --user-name NAME    with --system: the user the node runs as (default $SUDO_USER, else you)
   --dry-run           print the file and the commands, change nothing
-  --json              status: print { installed, enabled, running, pid, detail }`;
+  --json              status: print { installed, enabled, running, pid, detail }
+
+\`status\` exits 0 when the service is installed and running, 1 otherwise.`;
 
 const options = {
   'data-dir': { type: 'string' },

@@ -201,17 +201,19 @@ export async function runDoctor(options: DoctorOptions): Promise<Check[]> {
   const { signal } = options;
   const dataDir = new DataDir(options.dataDir);
   const checks: Check[] = [checkNodeVersion(process.version)];
-  const fleet = await dataDir.readFleet().catch((err: Error) => {
-    log('reading fleet.json: %s', err.message);
-    return null;
-  });
-  checks.push(
-    checkIdentity({
-      dataDir: dataDir.root,
-      identity: existsSync(dataDir.path('identity.key')),
-      fleet: fleet?.fleet ?? null,
-    }),
-  );
+  try {
+    const fleet = await dataDir.readFleet();
+    const identity = existsSync(dataDir.path('identity.key'));
+    checks.push(checkIdentity({ dataDir: dataDir.root, identity, fleet: fleet?.fleet ?? null }));
+  } catch (err) {
+    log('reading fleet.json: %s', (err as Error).message);
+    checks.push({
+      name: 'identity',
+      status: 'fail',
+      detail: (err as Error).message,
+      fix: `restore ${dataDir.path('fleet.json')} from a backup, or join the fleet again with a fresh data dir`,
+    });
+  }
   let config: NodeConfig;
   try {
     config = await dataDir.readConfig();
