@@ -227,13 +227,16 @@ export function checkPort(f: PortFacts): Check {
   );
 }
 
-/** TCP ports of listen multiaddrs (`/ip4/…/tcp/N`); port 0 (any) and non-TCP addresses are left out. */
-export function tcpPorts(listen: readonly string[]): { addr: string; port: number }[] {
-  const out: { addr: string; port: number }[] = [];
+/**
+ * TCP ports of listen multiaddrs (`/ip4/H/tcp/N`, `/ip6/H/tcp/N`) with the host to bind them on;
+ * port 0 (any) and non-TCP addresses are left out.
+ */
+export function tcpPorts(listen: readonly string[]): { addr: string; host: string; port: number }[] {
+  const out: { addr: string; host: string; port: number }[] = [];
   for (const addr of listen) {
-    const m = /\/tcp\/(\d+)(\/|$)/.exec(addr);
-    const port = m ? Number(m[1]) : 0;
-    if (port > 0 && port < 65536) out.push({ addr, port });
+    const m = /^\/ip[46]\/([^/]+)\/tcp\/(\d+)(\/|$)/.exec(addr);
+    const port = m ? Number(m[2]) : 0;
+    if (port > 0 && port < 65536) out.push({ addr, host: m![1]!, port });
   }
   return out;
 }

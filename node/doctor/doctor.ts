@@ -141,10 +141,11 @@ async function gatherPorts(config: NodeConfig, daemon: FleetStatus | null): Prom
   const listen = fallback ? [`/ip4/0.0.0.0/tcp/${DEFAULT_PORT}`] : config.listen;
   const self = daemon?.nodes.find((n) => n.self);
   return Promise.all(
-    tcpPorts(listen).map(async ({ addr, port }) => ({
+    tcpPorts(listen).map(async ({ addr, host, port }) => ({
       addr,
       port,
-      free: await portFree(port),
+      // Bound on the listen address's own host: a port held on loopback may be free on another one.
+      free: await portFree(port, host),
       heldByDaemon: !!self?.addrs.some((a) => tcpPorts([a]).some((p) => p.port === port)),
       fallback,
     })),

@@ -226,9 +226,10 @@ describe('ports', () => {
         'x',
       ]),
     ).toEqual([
-      { addr: '/ip4/0.0.0.0/tcp/7461', port: 7461 },
-      { addr: '/ip6/::/tcp/7462/ws', port: 7462 },
+      { addr: '/ip4/0.0.0.0/tcp/7461', host: '0.0.0.0', port: 7461 },
+      { addr: '/ip6/::/tcp/7462/ws', host: '::', port: 7462 },
     ]);
+    expect(tcpPorts(['/dns4/example.com/tcp/7461'])).toEqual([]);
   });
 });
 
