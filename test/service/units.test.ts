@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseSystemdVersion } from '../../cli/commands/service.ts';
 import {
   checkServicePath,
   launchdPlist,
@@ -360,5 +361,14 @@ describe.skipIf(!analyze)('systemd-analyze verify (skipped: no systemd-analyze o
     const r = await verify(file);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/not executable|No such file/);
+  });
+});
+
+describe('systemd version', () => {
+  it('reads the number from `systemctl --version`, null when absent', () => {
+    expect(parseSystemdVersion('systemd 252 (252.38-1~deb12u1)\n+PAM +AUDIT\n')).toBe(252);
+    expect(parseSystemdVersion('systemd 256 (256.7-1)\n')).toBe(256);
+    expect(parseSystemdVersion('')).toBeNull();
+    expect(parseSystemdVersion('bash: systemctl: command not found')).toBeNull();
   });
 });
