@@ -19,6 +19,8 @@ export interface NodeStatus {
   workspaces: string[];
   sandbox: { backend: string; ok: boolean; detail?: string };
   seq: number;
+  /** The node's clock when it sent its newest advert, ms since epoch (doctor's clock-skew check). */
+  sentAt: number;
   /** Milliseconds since the node's newest advert arrived (0 for the node itself when just published). */
   lastSeenMs: number;
 }
@@ -61,6 +63,7 @@ export function nodeStatus(node: FleetNode, now: number): NodeStatus {
     workspaces: a.workspaces,
     sandbox: a.sandbox,
     seq: a.seq,
+    sentAt: a.sentAt,
     lastSeenMs: Math.max(0, now - node.receivedAt),
   };
 }

@@ -1,0 +1,196 @@
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
+import type { CommandRunner } from '../../node/service/manager.ts';
+import {
+  launchdLabel,
+  planInstall,
+  planUninstall,
+  type ServiceSpec,
+  serviceName,
+  servicePath,
+  systemdUnitPath,
+} from '../../node/service/units.ts';
+import { CliError, type Command, parseOptions } from '../command.ts';
+
+const usage = `Usage: vtnode service install|uninstall|status [options]
+
+Makes the node of a data dir a service of this machine's init system, so it starts at boot (at login
+for a macOS LaunchAgent) and restarts when it fails (not after \`vtnode leave\`):
+  macOS  a launchd LaunchAgent in ~/Library/LaunchAgents (logs in ~/Library/Logs/vtnode), or with
+         --system a LaunchDaemon in /Library/LaunchDaemons (logs in /Library/Logs/vtnode)
+  Linux  a systemd user unit in ~/.config/systemd/user (lingering turned on, so it starts at boot),
+         or with --system a unit in /etc/systemd/system with User=; logs in the journal
+The service runs \`vtnode start --data-dir DIR\` with this Node binary and this vtnode, by absolute
+path; run \`vtnode init\` or \`vtnode join\` first.
+
+Options:
+  --data-dir DIR      the node (default $VTNODE_HOME or ~/.vtnode)
+  --system            a system service instead of a per-user one (needs root)
+  --user-name NAME    with --system: the user the node runs as (default $SUDO_USER, else you)
+  --dry-run           print the file and the commands, change nothing
+  --json              status: print { installed, enabled, running, pid, detail }
+
+\`status\` exits 0 when the service is installed and running, 1 otherwise.`;
+
+const options = {
+  'data-dir': { type: 'string' },
+  system: { type: 'boolean' },
+  'user-name': { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+/** systemd's version from `systemctl --version` ("systemd 252 (252.38-1)"), or null. */
+export function parseSystemdVersion(text: string): number | null {
+  const m = /^systemd (\d+)/m.exec(text);
+  return m ? Number(m[1]) : null;
+}
+
+async function buildSpec(
+  values: { 'data-dir'?: string; system?: boolean; 'user-name'?: string },
+  run: CommandRunner,
+): Promise<ServiceSpec> {
+  const platform = process.platform;
+  if (platform !== 'darwin' && platform !== 'linux')
+    throw new CliError(`vtnode service supports macOS (launchd) and Linux (systemd), not ${platform}`);
+  if (values['user-name'] !== undefined && !values.system)
+    throw new CliError('--user-name goes with --system (a per-user service runs as you)', 2);
+  const { resolveDataDir } = await import('../../node/data-dir.ts');
+  const dataDir = resolveDataDir(values['data-dir']);
+  const me = userInfo();
+  const user = values.system ? (values['user-name'] ?? process.env['SUDO_USER'] ?? me.username) : me.username;
+  const uid =
+    user === me.username ? me.uid : user === process.env['SUDO_USER'] ? Number(process.env['SUDO_UID']) : -1;
+  const node = realpathSync(process.execPath);
+  const entry = realpathSync(process.argv[1]!);
+  const systemdVersion =
+    platform === 'linux' ? parseSystemdVersion((await run(['systemctl', '--version'])).stdout) : null;
+  return {
+    platform,
+    scope: values.system ? 'system' : 'user',
+    node,
+    entry,
+    dataDir,
+    name: serviceName(dataDir, resolveDataDir()),
+    home: homedir(),
+    user,
+    uid,
+    path: servicePath(node, process.env['PATH']),
+    systemdVersion,
+  };
+}
+
+/** Refuses a data dir that has no node yet, or (system service) that the service's user does not own. */
+async function refuseUnusableDataDir(spec: ServiceSpec): Promise<void> {
+  const { DataDir } = await import('../../node/data-dir.ts');
+  const dataDir = new DataDir(spec.dataDir);
+  const fleet = await dataDir.readFleet();
+  if (!fleet || !existsSync(dataDir.path('identity.key')))
+    throw new CliError(
+      `${spec.dataDir} has no node identity: run \`vtnode init --fleet NAME\` or \`vtnode join TOKEN\` with this data dir first`,
+    );
+  if (spec.scope === 'system' && spec.uid >= 0) {
+    const owner = statSync(spec.dataDir).uid;
+    if (owner !== spec.uid)
+      throw new CliError(
+        `the service would run as ${spec.user} (uid ${spec.uid}) but ${spec.dataDir} belongs to uid ${owner}: pass --user-name, or --data-dir of that user's node`,
+      );
+  }
+}
+
+function describe(spec: ServiceSpec): string {
+  return spec.platform === 'darwin'
+    ? `launchd ${spec.scope === 'user' ? 'agent' : 'daemon'} ${launchdLabel(spec.name)}`
+    : `systemd ${spec.scope} unit ${spec.name}.service`;
+}
+
+async function install(spec: ServiceSpec, dryRun: boolean, run: CommandRunner): Promise<number> {
+  await refuseUnusableDataDir(spec);
+  const plan = (() => {
+    try {
+      return planInstall(spec);
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
+  })();
+  if (dryRun) {
+    process.stdout.write(
+      `# ${plan.file.path}\n${plan.file.text}\n# then:\n${plan.commands.map((c) => `${c.argv.join(' ')}${c.mayFail ? '   # may fail: not loaded' : ''}`).join('\n')}\n`,
+    );
+    return 0;
+  }
+  const { installService } = await import('../../node/service/manager.ts');
+  await withAccessHint(spec, () => installService(spec, { run }));
+  process.stdout.write(
+    `installed the ${describe(spec)}: ${plan.file.path}\n` +
+      `  runs  ${spec.node} ${spec.entry} start --data-dir ${spec.dataDir}\n` +
+      `  logs  ${plan.logs}\n` +
+      `  \`vtnode service status${spec.scope === 'system' ? ' --system' : ''}\` says whether it runs; \`vtnode service uninstall\` removes it.\n`,
+  );
+  return 0;
+}
+
+async function uninstall(spec: ServiceSpec, dryRun: boolean, run: CommandRunner): Promise<number> {
+  const plan = planUninstall(spec);
+  if (dryRun) {
+    const lines = [
+      ...plan.before.map((c) => c.argv.join(' ')),
+      `rm ${plan.file}`,
+      ...plan.after.map((c) => c.argv.join(' ')),
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+    return 0;
+  }
+  const { uninstallService } = await import('../../node/service/manager.ts');
+  const was = await withAccessHint(spec, () => uninstallService(spec, { run }));
+  process.stdout.write(
+    was ? `removed the ${describe(spec)}: ${plan.file}\n` : `no ${describe(spec)} was installed\n`,
+  );
+  return 0;
+}
+
+async function status(spec: ServiceSpec, json: boolean, run: CommandRunner): Promise<number> {
+  const { readServiceStatus } = await import('../../node/service/manager.ts');
+  const s = await readServiceStatus(spec, { run });
+  if (json) process.stdout.write(`${JSON.stringify(s)}\n`);
+  else {
+    const file = spec.platform === 'darwin' ? planUninstall(spec).file : systemdUnitPath(spec);
+    process.stdout.write(
+      `${describe(spec)}: ${s.installed ? `installed (${file})` : 'not installed'}, ${s.enabled ? 'enabled' : 'not enabled'}, ${s.running ? `running${s.pid ? ` (pid ${s.pid})` : ''}` : 'not running'}\n  ${s.detail}\n`,
+    );
+  }
+  return s.installed && s.running ? 0 : 1;
+}
+
+/** A permission error on a system service's file says to use sudo. */
+async function withAccessHint<T>(spec: ServiceSpec, fn: () => Promise<T>): Promise<T> {
+  const { ServiceCommandError } = await import('../../node/service/manager.ts');
+  try {
+    return await fn();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM')
+      throw new CliError(
+        `${(err as Error).message}${spec.scope === 'system' ? ' (a system service needs root: run it with sudo)' : ''}`,
+      );
+    if (err instanceof ServiceCommandError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+export const command: Command = {
+  name: 'service',
+  summary: 'install this node as a launchd/systemd service (starts at boot)',
+  usage,
+  async run(argv) {
+    const { values, positionals } = parseOptions(argv, options, usage, true);
+    const [action, ...extra] = positionals;
+    if (extra.length > 0 || (action !== 'install' && action !== 'uninstall' && action !== 'status'))
+      throw new CliError(`expected install, uninstall or status\n\n${usage}`, 2);
+    const { execRunner } = await import('../../node/service/manager.ts');
+    const spec = await buildSpec(values, execRunner);
+    if (action === 'install') return install(spec, values['dry-run'] ?? false, execRunner);
+    if (action === 'uninstall') return uninstall(spec, values['dry-run'] ?? false, execRunner);
+    return status(spec, values.json ?? false, execRunner);
+  },
+};
