@@ -75,7 +75,7 @@ export function createInboundGater(options: InboundGaterOptions = {}): InboundGa
       if (t) {
         tracked.delete(maConn.timeline);
         byId.delete(t.id);
-        guard.established(t.id);
+        guard.established(t.id, Date.now());
       }
       return false;
     },

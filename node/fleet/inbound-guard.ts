@@ -5,6 +5,14 @@
  * One address may hold only a few of them at once (a flood from one address cannot fill the
  * host's slots and lock members out), and an address whose handshakes keep failing is refused
  * outright for a while (a ban that doubles each time, up to a cap).
+ *
+ * An address from which a handshake succeeded (a holder of the fleet key) is never banned for a
+ * while after: members behind one NAT share an address, and on a starved machine members'
+ * handshakes time out in bursts. Banning the address then locked every member out and turned a
+ * slow moment into an outage (the 20,000-sample load drill on a loaded 2-core machine: the
+ * submitter banned 127.0.0.1, and its jobs on every worker were lost). Such an address is still held
+ * to the per-address limit of handshakes in progress, so a stranger behind a member's NAT cannot
+ * take the host's slots.
  */
 
 export interface InboundGuardOptions {
@@ -20,6 +28,8 @@ export interface InboundGuardOptions {
   maxBanMs?: number;
   /** Addresses remembered at most (strikes, bans); the stalest are forgotten first (default 10,000). */
   maxAddresses?: number;
+  /** After a handshake from an address succeeds, its failures do not count toward a ban for this long, ms (default 1 h). */
+  memberGraceMs?: number;
 }
 
 /** Whether a new inbound connection may start its handshake. */
@@ -39,8 +49,8 @@ export interface Closure {
 export interface InboundGuard {
   /** A connection from `address` asks to start its handshake at `now`. */
   open(address: string, now: number): Admission;
-  /** Connection `id` completed its handshake (the peer holds the fleet key): it no longer counts. */
-  established(id: number): void;
+  /** Connection `id` completed its handshake at `now` (the peer holds the fleet key): it no longer counts, and its address is not banned for the grace period. */
+  established(id: number, now: number): void;
   /** Connection `id` closed; before `established`, that is a failed handshake (a strike). */
   closed(id: number, now: number): Closure;
   /** The end of the address's ban, or null when it is not banned at `now`. */
@@ -56,6 +66,8 @@ interface AddressState {
   bannedUntil: number;
   /** Bans so far (the next lasts banMs × 2^bans). */
   bans: number;
+  /** Until when failed handshakes are not strikes (a handshake from here succeeded), epoch ms. */
+  graceUntil: number;
   lastSeen: number;
 }
 
@@ -72,6 +84,7 @@ export function createInboundGuard(options: InboundGuardOptions = {}): InboundGu
   const banMs = positive('banMs', options.banMs ?? 30_000, false);
   const maxBanMs = positive('maxBanMs', options.maxBanMs ?? 600_000, false);
   const maxAddresses = positive('maxAddresses', options.maxAddresses ?? 10_000, true);
+  const memberGraceMs = positive('memberGraceMs', options.memberGraceMs ?? 3_600_000, false);
   const addresses = new Map<string, AddressState>();
   const connections = new Map<number, string>();
   let nextId = 1;
@@ -79,7 +92,7 @@ export function createInboundGuard(options: InboundGuardOptions = {}): InboundGu
   const stateOf = (address: string, now: number): AddressState => {
     let state = addresses.get(address);
     if (!state) {
-      state = { pending: new Set(), strikes: [], bannedUntil: 0, bans: 0, lastSeen: now };
+      state = { pending: new Set(), strikes: [], bannedUntil: 0, bans: 0, graceUntil: 0, lastSeen: now };
       addresses.set(address, state);
       if (addresses.size > maxAddresses) forgetStalest(address, now);
     }
@@ -125,13 +138,18 @@ export function createInboundGuard(options: InboundGuardOptions = {}): InboundGu
       connections.set(id, address);
       return { admit: true, id };
     },
-    established(id) {
-      release(id);
+    established(id, now) {
+      const state = release(id);
+      if (!state) return;
+      state.lastSeen = now;
+      state.graceUntil = now + memberGraceMs;
+      state.strikes = [];
     },
     closed(id, now) {
       const state = release(id);
       if (!state) return { banned: false, abort: [] };
       state.lastSeen = now;
+      if (state.graceUntil > now) return { banned: false, abort: [] };
       while (state.strikes.length > 0 && state.strikes[0]! <= now - window) state.strikes.shift();
       state.strikes.push(now);
       if (state.strikes.length < strikes || state.bannedUntil > now) return { banned: false, abort: [] };

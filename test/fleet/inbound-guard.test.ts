@@ -15,7 +15,7 @@ describe('inbound guard: handshakes in progress per address', () => {
     // Other addresses are not affected by one address's flood.
     admitted(g.open('10.0.0.1', 1));
     expect(g.pending).toBe(4);
-    g.established(ids[0]!);
+    g.established(ids[0]!, 2);
     const again = admitted(g.open('10.0.0.9', 2));
     expect(g.open('10.0.0.9', 2)).toMatchObject({ admit: false });
     g.closed(ids[1]!, 3);
@@ -27,10 +27,10 @@ describe('inbound guard: handshakes in progress per address', () => {
   it('a completed handshake that closes later is not a strike; unknown ids are ignored', () => {
     const g = createInboundGuard({ strikes: 1 });
     const id = admitted(g.open('10.0.0.2', 0));
-    g.established(id);
+    g.established(id, 1);
     expect(g.closed(id, 5)).toEqual({ banned: false, abort: [] });
     expect(g.closed(999, 5)).toEqual({ banned: false, abort: [] });
-    g.established(999);
+    g.established(999, 5);
     expect(g.bannedUntil('10.0.0.2', 5)).toBeNull();
     expect(g.pending).toBe(0);
   });
@@ -77,14 +77,46 @@ describe('inbound guard: failed handshakes get an address banned', () => {
   });
 });
 
+describe('inbound guard: an address that holds members', () => {
+  it('is not banned while its grace lasts, however many of its handshakes fail (a NAT, a starved machine)', () => {
+    const g = createInboundGuard({ strikes: 3, strikeWindowMs: 1000, banMs: 5000, memberGraceMs: 60_000 });
+    g.established(admitted(g.open('127.0.0.1', 0)), 10);
+    // A burst of timed-out handshakes from members (and anyone else) behind that address.
+    for (let i = 0; i < 50; i++)
+      expect(g.closed(admitted(g.open('127.0.0.1', 100 + i)), 200 + i).banned).toBe(false);
+    expect(g.bannedUntil('127.0.0.1', 300)).toBeNull();
+    // A stranger's address beside it is banned as before.
+    const s = [0, 1, 2].map(() => admitted(g.open('6.6.6.6', 100)));
+    expect(s.map((id) => g.closed(id, 200).banned)).toEqual([false, false, true]);
+  });
+
+  it('still holds it to the limit of handshakes in progress', () => {
+    const g = createInboundGuard({ maxPendingPerAddress: 2, memberGraceMs: 60_000 });
+    g.established(admitted(g.open('10.0.0.1', 0)), 0);
+    admitted(g.open('10.0.0.1', 1));
+    admitted(g.open('10.0.0.1', 1));
+    expect(g.open('10.0.0.1', 1)).toMatchObject({ admit: false, reason: 'too-many-pending' });
+  });
+
+  it('counts failures again once the grace is over', () => {
+    const g = createInboundGuard({ strikes: 2, strikeWindowMs: 1000, banMs: 5000, memberGraceMs: 1000 });
+    g.established(admitted(g.open('10.0.0.2', 0)), 0);
+    expect(g.closed(admitted(g.open('10.0.0.2', 500)), 600).banned).toBe(false);
+    expect(g.closed(admitted(g.open('10.0.0.2', 500)), 700).banned).toBe(false);
+    expect(g.closed(admitted(g.open('10.0.0.2', 1500)), 1600).banned).toBe(false);
+    expect(g.closed(admitted(g.open('10.0.0.2', 1500)), 1700).banned).toBe(true);
+    expect(() => createInboundGuard({ memberGraceMs: 0 })).toThrow(/memberGraceMs/);
+  });
+});
+
 describe('inbound guard: bounded memory and options', () => {
   it('remembers at most maxAddresses, forgetting the stalest idle address, unbanned ones first', () => {
     const g = createInboundGuard({ maxAddresses: 3, strikes: 1, banMs: 1e6 });
     g.closed(admitted(g.open('1.0.0.1', 0)), 0); // banned, idle
-    g.established(admitted(g.open('1.0.0.2', 1))); // idle, unbanned
+    g.established(admitted(g.open('1.0.0.2', 1)), 1); // idle, unbanned
     admitted(g.open('1.0.0.3', 2)); // handshake in progress
     // A fourth address: the idle unbanned one goes, the ban stays.
-    g.established(admitted(g.open('1.0.0.4', 3)));
+    g.established(admitted(g.open('1.0.0.4', 3)), 3);
     expect(g.bannedUntil('1.0.0.1', 10)).not.toBeNull();
     // A fifth: 1.0.0.4 is now the stalest idle unbanned one.
     admitted(g.open('1.0.0.5', 4));
