@@ -310,7 +310,9 @@ describe('vtnode report', () => {
     expect(byModel.llama).toMatchObject({ tasks: 8, samples: 32, k: 4, pass1: 0.25, passk: 1 });
     expect(byModel.llama.meanReward).toBeCloseTo(0.625, 6);
     expect(byModel.qwen).toMatchObject({ truncationRate: 0, tokensPerSecond: 47.1 });
-    expect(byModel.qwen.cacheHitRate).toBeCloseTo((3 * 1184) / (4 * 1200), 5);
+    // Cache hits as `vtnode run` counts them (3 of every 4 prompts warm); cached tokens apart.
+    expect(byModel.qwen.cacheHitRate).toBe(0.75);
+    expect(byModel.qwen.cachedTokenRate).toBeCloseTo((3 * 1184) / (4 * 1200), 5);
   }, 30_000);
 
   it('filters by split and takes k', async () => {
@@ -324,6 +326,32 @@ describe('vtnode report', () => {
     expect(human.stdout).toMatch(/pass@1/);
     expect(human.stdout).toMatch(/qwen\s+8\s+32\s+50\.0%/);
   }, 30_000);
+
+  it("cache hits agree with `vtnode run`'s for the same samples, also from servers that report no cached tokens", async () => {
+    const s = openDatasetStore(join(tmp.dir, 'uncached'));
+    const signer = await testSigner();
+    // A server that reports no cached token count (the emulator, llama-server): `run` still counts
+    // warm prompts, and so must the report (it printed "-").
+    const warm = [false, true, true, false, true];
+    for (const [i, w] of warm.entries()) {
+      const b = sampleBody('t', 'qwen', i);
+      const body = {
+        ...b,
+        generation: { ...b.generation, warm: w, usage: { ...b.generation.usage, cached: null } },
+      };
+      const d = signedDigest(signer, i + 1, body);
+      s.addDigest(d);
+      s.putBody(d, body);
+    }
+    const m = buildReport(s.samples()).models[0]!;
+    // run's figure: the mean of the samples' warm flags (node/submitter/campaign-summary.ts, AVG(warm)).
+    const runs = warm.filter(Boolean).length / warm.length;
+    expect({ cacheHitRate: m.cacheHitRate, cachedTokenRate: m.cachedTokenRate }).toEqual({
+      cacheHitRate: runs,
+      cachedTokenRate: null,
+    });
+    s.close();
+  });
 
   it('counts a sample whose audit failed with its audited reward', async () => {
     const s = openDatasetStore(join(tmp.dir, 'audited'));
