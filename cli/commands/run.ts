@@ -12,7 +12,7 @@ import type { CampaignStartRequest, CampaignStatus, StartResponse } from '../../
 import { parseDuration } from '../../protocol/token.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
-import { finalSummary, progressLine } from '../progress.ts';
+import { createProgressPrinter, finalSummary } from '../progress.ts';
 
 const usage = `Usage: vtnode run --tasks FILE --model ID [-k 8] [options]
 
@@ -293,27 +293,26 @@ export const command: Command = {
         }
         if (process.stdin.isTTY && !ownDaemon) {
           asking = true;
+          // The progress redraw would overwrite the question: it waits for the answer.
+          printer.pause();
           void askDetachOrCancel().then((a) => {
             interrupted = a;
             asking = false;
+            printer.resume();
           });
         } else {
           interrupted = ownDaemon ? 'cancel' : onInterrupt;
         }
       };
-      process.on('SIGINT', onSigint);
       const tty = process.stderr.isTTY;
-      let lastPrinted = 0;
+      const printer = createProgressPrinter({ tty });
+      process.on('SIGINT', onSigint);
       let st: CampaignStatus;
       try {
         for (;;) {
           st = await statusOrExit(control, name);
-          const now = Date.now();
-          if (tty) process.stderr.write(`\r\x1b[K${progressLine(st, now)}`);
-          else if (now - lastPrinted > 5000) {
-            process.stderr.write(`${progressLine(st, now)}\n`);
-            lastPrinted = now;
-          }
+          const text = printer.update(st, Date.now());
+          if (text !== null) process.stderr.write(text);
           if (st.status !== 'running') break;
           if (interrupted === 'cancel') {
             await control.call('POST', '/campaign/cancel', { name });
