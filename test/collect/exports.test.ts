@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validGroups } from '../../node/collector/export.ts';
+import { drawValid, exportDataset, validGroups } from '../../node/collector/export.ts';
 import { passAtK } from '../../node/collector/passk.ts';
 import { buildReport } from '../../node/collector/report.ts';
 import { type DatasetStore, openDatasetStore } from '../../node/collector/store.ts';
@@ -70,6 +70,47 @@ describe('valid groups', () => {
     expect(validGroups(['only'], 0.5).size).toBe(0);
     expect(validGroups(['a', 'b'], 0.01).size).toBe(1);
     expect(validGroups(['a', 'b'], 1).size).toBe(1);
+  });
+
+  // mlx_lm.lora refuses an empty valid.jsonl (and --val-batches 0): small repositories still get one.
+  const c = (group: string, taskId: string, id: string) => ({ group, taskId, id });
+  it('two groups or more: whole groups, no warning', () => {
+    const items = [c('g1', 't1', 's1'), c('g1', 't2', 's2'), c('g2', 't3', 's3')];
+    const d = drawValid(items, 0.1);
+    expect(d.warning).toBeNull();
+    expect(d.copy).toBe(false);
+    expect(d.groups.size).toBe(1);
+    const validGroupsDrawn = new Set([...d.valid].map((i) => items[i]!.group));
+    expect(validGroupsDrawn).toEqual(d.groups);
+    // Every pair of a drawn group is in valid, none of the other.
+    for (const [i, it] of items.entries()) expect(d.valid.has(i)).toBe(d.groups.has(it.group));
+  });
+
+  it('one group: whole tasks, at least one, never all, with a warning', () => {
+    const items = [c('g', 't1', 's1'), c('g', 't1', 's2'), c('g', 't2', 's3'), c('g', 't3', 's4')];
+    const d = drawValid(items, 0.1);
+    const tasks = (set: Set<number>) => new Set([...set].map((i) => items[i]!.taskId));
+    expect(tasks(d.valid).size).toBeGreaterThan(0);
+    expect(tasks(d.valid).size).toBeLessThan(3);
+    for (const [i, it] of items.entries()) expect(d.valid.has(i)).toBe(tasks(d.valid).has(it.taskId));
+    expect(d.warning).toMatch(/one source-sharing group only: valid\.jsonl holds 1 of its 3 tasks/);
+    expect(d.warning).not.toMatch(/val-batches/);
+    expect(drawValid([...items].reverse(), 0.1).valid.size).toBe(d.valid.size);
+  });
+
+  it('one task: one of its rows; one row: a copy of it; nothing, or fraction 0: no valid set', () => {
+    const one = drawValid([c('g', 't', 's1'), c('g', 't', 's2'), c('g', 't', 's3')], 0.1);
+    expect(one.valid.size).toBe(1);
+    expect(one.copy).toBe(false);
+    expect(one.warning).toMatch(/one task only: valid\.jsonl holds 1 of its 3 rows/);
+    const single = drawValid([c('g', 't', 's1')], 0.1);
+    expect(single).toMatchObject({ valid: new Set([0]), copy: true });
+    expect(single.warning).toMatch(/one row only: valid\.jsonl is a copy of it/);
+    expect(drawValid([], 0.1)).toMatchObject({ valid: new Set(), warning: null });
+    expect(drawValid([c('g1', 't', 's1'), c('g2', 'u', 's2')], 0)).toMatchObject({
+      valid: new Set(),
+      warning: null,
+    });
   });
 });
 
@@ -290,6 +331,49 @@ describe('vtnode export', () => {
     expect(r2.code).toBe(2);
     expect(r2.stderr).toMatch(/--format must be one of mlx, hf, repair/);
   }, 30_000);
+});
+
+describe('a small repository (one source-sharing group)', () => {
+  it('mlx and repair write a valid.jsonl mlx_lm.lora accepts: not empty, and no --val-batches 0 advice', async () => {
+    const ds = join(tmp.dir, 'one-group');
+    const s = openDatasetStore(ds);
+    const tasks = [task('t-0', 'only', 'train'), task('t-1', 'only', 'train'), task('t-2', 'only', 'train')];
+    const signer = await testSigner();
+    let seq = 0;
+    for (const t of tasks)
+      for (let index = 0; index < 2; index++) {
+        const pass = index === 0;
+        const b = sampleBody(t.id, 'qwen', index, {
+          candidate: `// ${t.id} ${index}\nexport const add = (a, b) => a ${pass ? '+' : '-'} b;\n`,
+          reward: pass ? 1 : 0.5,
+        });
+        const d = signedDigest(signer, ++seq, b);
+        s.addDigest(d);
+        s.putBody(d, b);
+      }
+    s.putTasks(tasks);
+    s.setMeta('minReward', '1');
+    try {
+      for (const format of ['mlx', 'repair'] as const) {
+        const out = join(tmp.dir, `one-group-${format}`);
+        const manifest = await exportDataset({ store: s, format, out });
+        const f = await files(out);
+        const rows = (name: string) => f[name]!.split('\n').filter(Boolean).length;
+        expect({ format, train: rows('train.jsonl') > 0, valid: rows('valid.jsonl') > 0 }).toEqual({
+          format,
+          train: true,
+          valid: true,
+        });
+        expect(rows('train.jsonl') + rows('valid.jsonl')).toBe(3);
+        expect(manifest.warnings.join('\n')).toMatch(
+          /one source-sharing group only: valid\.jsonl holds 1 of its 3 tasks/,
+        );
+        expect(manifest.warnings.join('\n')).not.toMatch(/val-batches/);
+      }
+    } finally {
+      s.close();
+    }
+  });
 });
 
 describe('vtnode report', () => {
