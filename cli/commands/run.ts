@@ -250,6 +250,9 @@ export const command: Command = {
       if (!fleet)
         throw new CliError(`${dataDir.root} is not in a fleet: run \`vtnode init\` or \`vtnode join\` first`);
       const config = await dataDir.readConfig();
+      // The node advertises its saved workspaces: one where tests cannot run must not be advertised.
+      const { refuseUnreadyWorkspace } = await import('../scorer.ts');
+      for (const dir of config.workspaces) refuseUnreadyWorkspace(dir);
       process.stderr.write('no daemon running for this data dir: starting this node for the campaign\n');
       ownDaemon = await startDaemon({
         dataDir,
