@@ -119,10 +119,15 @@ export const command: Command = {
     });
     // The node advertises the collector role and shows its trust table in `vtnode status`; the
     // collector stops before the host it fetches over (on Ctrl-C and on `vtnode leave` alike).
+    // Its audits run in the sandbox: the advert (and `vtnode status`) shows that one.
+    const auditSandbox = scorer
+      ? { backend: scorer.confinement.name, ok: true }
+      : { backend: 'none' as const, ok: false, detail: 'audits off' };
     daemon.addRole(
       'collector',
       () => node.status(),
       () => node.stop(),
+      () => auditSandbox,
     );
     const onSignal = () => void daemon.stop();
     process.once('SIGINT', onSignal);
