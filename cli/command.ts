@@ -36,11 +36,16 @@ export function parseOptions<T extends NonNullable<ParseArgsConfig['options']>>(
   }
 }
 
-/** Parses a positive integer option, naming the option on error. */
+/** How an option is typed on the command line: `-k` for a one-letter option, `--max-tokens` otherwise. */
+export function flagOf(name: string): string {
+  return name.length === 1 ? `-${name}` : `--${name}`;
+}
+
+/** Parses a non-negative integer option, naming the option as it is typed on error. */
 export function intOption(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0)
-    throw new CliError(`--${name} must be a non-negative integer, got "${value}"`, 2);
+  if (value.trim() === '' || !Number.isInteger(n) || n < 0)
+    throw new CliError(`${flagOf(name)} must be a non-negative integer, got "${value}"`, 2);
   return n;
 }

@@ -30,9 +30,15 @@ async function help(): Promise<string> {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+  // No command is a usage error, like an unknown one: help on stderr, exit 2 (stdout stays clean for
+  // scripts). Help asked for is the output: stdout, exit 0.
+  if (name === undefined) {
+    process.stderr.write(await help());
+    return 2;
+  }
+  if (name === 'help' || name === '--help' || name === '-h') {
     process.stdout.write(await help());
-    return name === undefined ? 1 : 0;
+    return 0;
   }
   if (name === '--version' || name === '-v') {
     const { VTNODE_VERSION } = await import('../protocol/version.ts');

@@ -11,21 +11,86 @@ function duration(ms: number): string {
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** One line of live progress: tasks placed/running/done, samples, tokens/s, cache hits, ETA. */
-export function progressLine(st: CampaignStatus, now: number): string {
+/**
+ * The time left, from the pace of scored samples up to the newest one: between two scored samples
+ * the estimate counts down (it never grows while the last samples score, as a rate over the whole
+ * elapsed time would). Null before the first sample is scored and once every sample is.
+ */
+export function createEta(): (st: CampaignStatus, now: number) => number | null {
+  let scored = -1;
+  let at = 0;
+  return (st, now) => {
+    const { planned, scored: n } = st.summary.samples;
+    if (n !== scored) {
+      scored = n;
+      at = now;
+    }
+    if (st.startedAt <= 0 || n === 0 || n >= planned || at <= st.startedAt) return null;
+    const perSample = (at - st.startedAt) / n;
+    return Math.max(0, perSample * (planned - n) - (now - at));
+  };
+}
+
+/** One line of live progress: tasks placed/running/done, samples, tokens/s, cache hits, and the ETA given. */
+export function progressLine(st: CampaignStatus, etaMs: number | null): string {
+  return `${progressCounts(st)} | ETA ${etaMs === null ? '-' : duration(etaMs)}`;
+}
+
+/** The progress line without its ETA: what changes when the campaign moves. */
+function progressCounts(st: CampaignStatus): string {
   const { samples, tasks } = st.summary;
   const tasksDone = tasks.filter((t) => t.samples >= t.planned).length;
   const running = new Set(st.running.map((r) => r.taskId)).size;
-  const elapsed = st.startedAt > 0 ? now - st.startedAt : 0;
-  const rate = elapsed > 0 ? samples.scored / elapsed : 0;
-  const eta =
-    rate > 0 && samples.scored < samples.planned ? duration((samples.planned - samples.scored) / rate) : '-';
   const tps = st.summary.tokensPerSecond === null ? '-' : st.summary.tokensPerSecond.toFixed(1);
   const hits = st.summary.cacheHitRate === null ? '-' : pct(st.summary.cacheHitRate * 100, 100);
   return (
     `tasks ${tasksDone}/${tasks.length} done, ${running} running | samples ${samples.generated} generated, ` +
-    `${samples.scored}/${samples.planned} scored, ${samples.verified} verified | ${tps} tok/s | cache hits ${hits} | ETA ${eta}`
+    `${samples.scored}/${samples.planned} scored, ${samples.verified} verified | ${tps} tok/s | cache hits ${hits}`
   );
+}
+
+export interface ProgressPrinterOptions {
+  /** stderr is a terminal: the line is redrawn in place at every update. */
+  tty: boolean;
+  /** Without a terminal, the least time between two printed lines, ms (default 10 s). */
+  minIntervalMs?: number;
+}
+
+/**
+ * What `vtnode run` writes for each status it polls. On a terminal: the line redrawn in place. Without
+ * one (CI logs, pipes): a line only when the campaign moved, at most every `minIntervalMs`, and the
+ * last line when it ends. While paused (a question is on screen) nothing is written; `resume` redraws.
+ */
+export function createProgressPrinter(options: ProgressPrinterOptions) {
+  const minInterval = options.minIntervalMs ?? 10_000;
+  const eta = createEta();
+  let paused = false;
+  let printedCounts: string | null = null;
+  let printedAt = -Infinity;
+  return {
+    /** The text to write to stderr for this status, or null. */
+    update(st: CampaignStatus, now: number): string | null {
+      const etaMs = eta(st, now);
+      if (paused) return null;
+      if (options.tty) return `\r\x1b[K${progressLine(st, etaMs)}`;
+      const counts = progressCounts(st);
+      const final = st.status !== 'running';
+      // The same counts are not printed twice; a change waits for the interval, unless it is the end.
+      if (counts === printedCounts) return null;
+      if (!final && now - printedAt < minInterval) return null;
+      printedCounts = counts;
+      printedAt = now;
+      return `${progressLine(st, etaMs)}\n`;
+    },
+    /** Stops writing (a question is asked on the terminal). */
+    pause(): void {
+      paused = true;
+    },
+    /** Writes again from the next update. */
+    resume(): void {
+      paused = false;
+    },
+  };
 }
 
 /** The final human summary: per node and per model. */

@@ -54,9 +54,15 @@ export interface Daemon {
   readonly membership: MembershipService;
   /**
    * Adds a role to this node: it appears in the advert's roles, `section()` under its name in
-   * `vtnode status --json`, and `stop()` runs before the node stops.
+   * `vtnode status --json`, and `stop()` runs before the node stops. `sandbox()`, when given, is the
+   * advert's sandbox while the node runs no worker (a collector's audits).
    */
-  addRole(role: 'collector', section: () => unknown, stop: () => Promise<void>): void;
+  addRole(
+    role: 'collector',
+    section: () => unknown,
+    stop: () => Promise<void>,
+    sandbox?: () => AdvertBody['sandbox'],
+  ): void;
   /** Dialable addresses with /p2p/<peer id>. */
   addrs(): string[];
   status(): FleetStatus;
@@ -162,6 +168,8 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
 
   // Roles added after start (a collector), with the status section each adds to `vtnode status`.
   const extraRoles = new Map<'collector', () => unknown>();
+  // The sandbox of a role that scores without being a worker (a collector's audits).
+  let roleSandbox: (() => AdvertBody['sandbox']) | null = null;
   const roleStops: (() => Promise<void>)[] = [];
   // Set once the worker role is up (after the fleet, so the node appears at once).
   let worker: WorkerRole | null = null;
@@ -176,7 +184,8 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       load: worker?.load() ?? { queued: 0, running: 0, capacity: 0 },
       warm: options.models?.warm.entries() ?? [],
       workspaces: [...workspaces.keys()],
-      sandbox: worker?.sandbox() ?? { backend: 'none', ok: false, detail: 'serves no model' },
+      sandbox: worker?.sandbox() ??
+        roleSandbox?.() ?? { backend: 'none', ok: false, detail: 'serves no model' },
       roles: [...(worker ? (['worker'] as const) : []), 'submitter', ...extraRoles.keys()],
       cert: membership.certificate(),
     };
@@ -337,8 +346,9 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
   return {
     peerId,
     host,
-    addRole(role, section, stopRole) {
+    addRole(role, section, stopRole, sandbox) {
       extraRoles.set(role, section);
+      if (sandbox) roleSandbox = sandbox;
       roleStops.push(stopRole);
       fleetMembership.touch();
     },

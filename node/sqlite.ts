@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { DatabaseSync as DatabaseSyncType } from 'node:sqlite';
 import { StorageError, storageErrorOf } from './storage/errors.ts';
@@ -67,6 +67,26 @@ function checkHeader(path: string, role: DatabaseRole): void {
   }
 }
 
+/**
+ * Creates the database file readable by its owner only (0600), and narrows an existing one and its
+ * -wal and -shm files to 0600: they hold private code and keys' work. SQLite creates the -wal and -shm
+ * files with the database file's mode.
+ */
+function makePrivate(path: string): void {
+  try {
+    closeSync(openSync(path, 'a', 0o600));
+  } catch {
+    // A missing folder, a read-only file: SQLite's open below refuses it, naming the fault.
+  }
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      if (existsSync(file)) chmodSync(file, 0o600);
+    } catch {
+      // Not this user's file: opening it for writing says what is wrong.
+    }
+  }
+}
+
 /** A node:sqlite or node:fs error on `path` as a StorageError naming the file; other errors unchanged. */
 export function storageError(path: string, role: DatabaseRole, err: unknown): unknown {
   return storageErrorOf(path, role.what, err, role.ifCorrupt);
@@ -101,7 +121,10 @@ const DEFAULT_ROLE: DatabaseRole = {
 export function openDatabase(path: string, role: DatabaseRole = DEFAULT_ROLE): DatabaseSync {
   const { DatabaseSync } = load();
   const onDisk = path !== ':memory:';
-  if (onDisk) checkHeader(path, role);
+  if (onDisk) {
+    checkHeader(path, role);
+    makePrivate(path);
+  }
   let db: DatabaseSync;
   try {
     db = new DatabaseSync(path);

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readTasksFile, type TaskLine } from '../../sandbox/tasks-file.ts';
@@ -8,9 +9,11 @@ const usage = `Usage: vtnode calibrate --tasks FILE --out FILE [options]
 
 Scores every task's reference (the workspace's own target file) in the sandbox and keeps only the
 tasks whose reference scores 1.0. Prints the reason for each dropped task, a progress bar on stderr
-and a summary. Exits 0 whatever was dropped; exits 3 when some tasks could not be calibrated for
+and a summary. Exits 0 when some tasks were kept; exits 3 when some tasks could not be calibrated for
 infrastructure reasons (a box that could not be set up, a run stopped by its wall-clock limit on a
-loaded machine): those are neither kept nor dropped, and are listed as unscored (run again).
+loaded machine): those are neither kept nor dropped, and are listed as unscored (run again). A
+workspace that cannot run the tasks (not installed, not built, not the tasks' checkout), or one where
+no reference scores 1.0, is refused with exit 1 and nothing written.
 
 Options:
   --tasks FILE       tasks.jsonl to calibrate
@@ -34,6 +37,19 @@ function progress(done: number, total: number, kept: number): void {
   // Without a terminal (CI logs, pipes): a line per tenth of the work, not per task.
   else if (done === total || Math.floor((done * 10) / total) > Math.floor(((done - 1) * 10) / total))
     process.stderr.write(`${bar}\n`);
+}
+
+/**
+ * Refuses (CliError) a workspace that lacks the tasks' target files: it is not the checkout the tasks
+ * were mined from, and dropping every task for it would only write an empty file.
+ */
+function refuseForeignWorkspace(dir: string, tasks: readonly TaskLine['task'][]): void {
+  const missing = tasks.filter((t) => !existsSync(join(dir, t.target)));
+  if (missing.length === 0) return;
+  throw new CliError(
+    `workspace ${dir} has no ${missing[0]!.target}${missing.length > 1 ? ` (nor the targets of ${missing.length - 1} other task(s))` : ''}: ` +
+      'is it the checkout the tasks were mined from? (--workspace DIR chooses another)',
+  );
 }
 
 export const command: Command = {
@@ -63,9 +79,13 @@ export const command: Command = {
     const byWorkspace = new Map<string, TaskLine['task'][]>();
     for (const { task } of lines) {
       const dir = values.workspace ?? task.workspace.root;
-      if (dir) byWorkspace.set(dir, [...(byWorkspace.get(dir) ?? []), task]);
+      if (!dir) throw new CliError(`task ${task.id} names no workspace root: pass --workspace DIR`, 2);
+      byWorkspace.set(dir, [...(byWorkspace.get(dir) ?? []), task]);
     }
-    for (const [dir, tasks] of byWorkspace) refuseUnreadyWorkspace(dir, tasks);
+    for (const [dir, tasks] of byWorkspace) {
+      refuseUnreadyWorkspace(dir, tasks);
+      refuseForeignWorkspace(dir, tasks);
+    }
     const controller = new AbortController();
     const stop = () => controller.abort();
     process.once('SIGINT', stop);
@@ -104,7 +124,8 @@ export const command: Command = {
               reason: `reference scored ${r.reward}: ${r.reasons.join('; ') || 'below 1.0'}`,
             });
         } catch (err) {
-          dropped.push({ taskId: task.id, reason: (err as Error).message });
+          // Not a verdict on the task (the scorer could not run it): never a drop.
+          unscored.push({ taskId: task.id, reason: (err as Error).message });
         }
         done++;
         progress(done, lines.length, kept.size);
@@ -119,12 +140,18 @@ export const command: Command = {
         }),
       );
       if (controller.signal.aborted) throw new CliError('interrupted: nothing written', 130);
+      for (const d of dropped) process.stderr.write(`dropped ${d.taskId}: ${d.reason}\n`);
+      for (const d of unscored) process.stderr.write(`unscored ${d.taskId}: ${d.reason}\n`);
+      // Every reference failing says more about the workspace than about the tasks: no empty file.
+      if (lines.length > 0 && kept.size === 0 && unscored.length === 0)
+        throw new CliError(
+          `no reference of the ${lines.length} task(s) scored 1.0 in ${[...byWorkspace.keys()].join(', ') || 'their workspaces'} ` +
+            '(reasons above): is the workspace built, and the checkout the tasks were mined from? Nothing written',
+        );
       const out = lines.filter((l) => kept.has(l)).map((l) => `${l.line}\n`);
       const tmp = `${values.out}.tmp-${process.pid}`;
       await writeFile(tmp, out.join(''));
       await rename(tmp, values.out);
-      for (const d of dropped) process.stderr.write(`dropped ${d.taskId}: ${d.reason}\n`);
-      for (const d of unscored) process.stderr.write(`unscored ${d.taskId}: ${d.reason}\n`);
       process.stderr.write(
         `calibrated ${lines.length} task(s): kept ${kept.size}, dropped ${dropped.length}${unscored.length ? `, unscored ${unscored.length} (infrastructure: run calibrate again for them)` : ''}\n`,
       );

@@ -8,7 +8,7 @@ import type { Scorer } from '../../sandbox/scorer.ts';
 import { readTasks } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
-import { openScorer } from '../scorer.ts';
+import { openScorer, refuseUnreadyWorkspace } from '../scorer.ts';
 import { fractionOption } from './export.ts';
 import { acceptToken } from './join.ts';
 
@@ -74,6 +74,8 @@ export const command: Command = {
       );
     const tasks = values.tasks ? await readTasks(values.tasks) : [];
     const config = mergeConfig(await dataDir.readConfig(), values);
+    // Audits run the tasks' tests in these workspaces: one where they cannot run is refused up front.
+    if (auditFraction > 0) for (const dir of config.workspaces) refuseUnreadyWorkspace(dir, tasks);
     await dataDir.writeConfig(config);
 
     const workspaces = new Map<string, string>();
@@ -117,10 +119,15 @@ export const command: Command = {
     });
     // The node advertises the collector role and shows its trust table in `vtnode status`; the
     // collector stops before the host it fetches over (on Ctrl-C and on `vtnode leave` alike).
+    // Its audits run in the sandbox: the advert (and `vtnode status`) shows that one.
+    const auditSandbox = scorer
+      ? { backend: scorer.confinement.name, ok: true }
+      : { backend: 'none' as const, ok: false, detail: 'audits off' };
     daemon.addRole(
       'collector',
       () => node.status(),
       () => node.stop(),
+      () => auditSandbox,
     );
     const onSignal = () => void daemon.stop();
     process.once('SIGINT', onSignal);

@@ -1,3 +1,5 @@
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { type FleetFile, newPsk } from '../../node/data-dir.ts';
 import {
   DEFAULT_CERT_TTL_MS,
@@ -27,6 +29,29 @@ joiners, renews their certificates, revokes members and rotates keys (docs/secur
   --cert-ttl DUR    lifetime of membership certificates, renewed when a third is left (default 30d)
   --json            print { fleet, peerId, dataDir, token, bootstrap, expires, invitation } as JSON
 ${nodeOptionsUsage}`;
+
+/**
+ * Runs `create` in data dir `root`; when it throws, removes every entry it added (the whole dir when
+ * it did not exist before), then rethrows. Entries that were there before are left alone.
+ */
+export async function atomically<T>(root: string, create: () => Promise<T>): Promise<T> {
+  const before = await readdir(root).then(
+    (names) => new Set(names),
+    (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    },
+  );
+  try {
+    return await create();
+  } catch (err) {
+    if (before === null) await rm(root, { recursive: true, force: true }).catch(() => {});
+    else
+      for (const name of await readdir(root).catch(() => [] as string[]))
+        if (!before.has(name)) await rm(join(root, name), { recursive: true, force: true }).catch(() => {});
+    throw err;
+  }
+}
 
 export const command: Command = {
   name: 'init',
@@ -66,27 +91,33 @@ export const command: Command = {
         `${dataDir.root} already belongs to fleet "${existing.fleet}"; use \`vtnode token\` for a new token, or another --data-dir`,
       );
     }
-    await dataDir.ensure();
-    const { peerId } = await dataDir.identity();
+    // Every option is checked before anything is written.
     const config = mergeConfig(await dataDir.readConfig(), values);
     // The node that creates the fleet is the first bootstrap peer: its port must not move.
     if (config.listen.length === 0) config.listen = [`/ip4/0.0.0.0/tcp/${DEFAULT_PORT}`];
     const now = Date.now();
-    const keys = await foundFleet(dataDir, fleetId.data, { certTtlMs, now });
-    const fleet: FleetFile = {
-      fleet: fleetId.data,
-      psk: newPsk(),
-      bootstrap: [],
-      since: now,
-      keys,
-      invitation: null,
-      rekeyedAt: 0,
-    };
-    await dataDir.writeConfig(config);
-    await dataDir.writeFleet(fleet);
-    const authority = (await loadAuthority(dataDir))!;
-    const chain = await verifyKeyChain(keys, fleet.fleet);
-    await membershipFiles(dataDir).writeCertificate(await selfCertificate(authority, chain, peerId, now));
+    // All or nothing: a failure removes what this init wrote (a stray identity.key, a half fleet).
+    const { peerId, fleet } = await atomically(dataDir.root, async () => {
+      await dataDir.ensure();
+      const { peerId } = await dataDir.identity();
+      const keys = await foundFleet(dataDir, fleetId.data, { certTtlMs, now });
+      const fleet: FleetFile = {
+        fleet: fleetId.data,
+        psk: newPsk(),
+        bootstrap: [],
+        since: now,
+        keys,
+        invitation: null,
+        rekeyedAt: 0,
+      };
+      await dataDir.writeConfig(config);
+      const authority = (await loadAuthority(dataDir))!;
+      const chain = await verifyKeyChain(keys, fleet.fleet);
+      await membershipFiles(dataDir).writeCertificate(await selfCertificate(authority, chain, peerId, now));
+      // Last: fleet.json is what makes the data dir a fleet member.
+      await dataDir.writeFleet(fleet);
+      return { peerId, fleet };
+    });
     let issued: Awaited<ReturnType<typeof issueToken>>;
     try {
       issued = await issueToken({ dataDir, fleet, config, peerId, ttlMs: ttl, roles });

@@ -3,18 +3,19 @@ import { buildReport } from '../../node/collector/report.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
 import { fractionOption } from './export.ts';
 
-const usage = `Usage: vtnode report --from DATASET [--split train|eval] [--k K] [--json]
+const usage = `Usage: vtnode report --from DATASET [--split train|eval] [-k K] [--json]
 
 The eval table: per model, tasks, samples, pass@1 and pass@k (the unbiased estimator of Chen et
 al. 2021 over every scored sample, verified or not), mean reward, truncation rate, tokens/s and
-prompt-cache hit rate. A sample id claimed by several nodes counts once when the claims agree or
+prompt-cache hit rate (the share of samples whose prompt was warm, as \`vtnode run\` counts it;
+--json also gives cachedTokenRate, cached over prompt tokens). A sample id claimed by several nodes counts once when the claims agree or
 audits settled them; claims of different rewards that no audit settled are left out and listed as
 disputed (--json: \`disputed\`).
 
 Options:
   --from DATASET     dataset dir written by \`vtnode collect\`
   --split SPLIT      only tasks of this split (default: all)
-  --k K              k for pass@k (default: the smallest per-task sample count)
+  -k K               k for pass@k (default: the smallest per-task sample count)
   --min-reward R     pass threshold (default: the dataset's, 1.0)
   --json             JSON: { models: [{ model, tasks, samples, pass1, passk, k, meanReward, disputed, ... }],
                      disputed: [{ sampleId, claims: [{ origin, seq, reward, audit, ... }] }] }`;
@@ -31,7 +32,7 @@ export const command: Command = {
       {
         from: { type: 'string' },
         split: { type: 'string' },
-        k: { type: 'string' },
+        k: { type: 'string', short: 'k' },
         'min-reward': { type: 'string' },
         json: { type: 'boolean' },
       },
@@ -41,7 +42,7 @@ export const command: Command = {
     if (values.split !== undefined && values.split !== 'train' && values.split !== 'eval')
       throw new CliError(`--split must be train or eval, got "${values.split}"`, 2);
     const k = values.k === undefined ? undefined : intOption(values.k, 'k', 1);
-    if (k === 0) throw new CliError('--k must be at least 1', 2);
+    if (k === 0) throw new CliError('-k must be at least 1', 2);
     const store = openExistingDataset(values.from);
     if (!store) throw new CliError(`${values.from} is not a dataset (no dataset.db)`);
     try {

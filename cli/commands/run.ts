@@ -12,7 +12,7 @@ import type { CampaignStartRequest, CampaignStatus, StartResponse } from '../../
 import { parseDuration } from '../../protocol/token.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
-import { finalSummary, progressLine } from '../progress.ts';
+import { createProgressPrinter, finalSummary } from '../progress.ts';
 
 const usage = `Usage: vtnode run --tasks FILE --model ID [-k 8] [options]
 
@@ -250,6 +250,9 @@ export const command: Command = {
       if (!fleet)
         throw new CliError(`${dataDir.root} is not in a fleet: run \`vtnode init\` or \`vtnode join\` first`);
       const config = await dataDir.readConfig();
+      // The node advertises its saved workspaces: one where tests cannot run must not be advertised.
+      const { refuseUnreadyWorkspace } = await import('../scorer.ts');
+      for (const dir of config.workspaces) refuseUnreadyWorkspace(dir);
       process.stderr.write('no daemon running for this data dir: starting this node for the campaign\n');
       ownDaemon = await startDaemon({
         dataDir,
@@ -293,27 +296,26 @@ export const command: Command = {
         }
         if (process.stdin.isTTY && !ownDaemon) {
           asking = true;
+          // The progress redraw would overwrite the question: it waits for the answer.
+          printer.pause();
           void askDetachOrCancel().then((a) => {
             interrupted = a;
             asking = false;
+            printer.resume();
           });
         } else {
           interrupted = ownDaemon ? 'cancel' : onInterrupt;
         }
       };
-      process.on('SIGINT', onSigint);
       const tty = process.stderr.isTTY;
-      let lastPrinted = 0;
+      const printer = createProgressPrinter({ tty });
+      process.on('SIGINT', onSigint);
       let st: CampaignStatus;
       try {
         for (;;) {
           st = await statusOrExit(control, name);
-          const now = Date.now();
-          if (tty) process.stderr.write(`\r\x1b[K${progressLine(st, now)}`);
-          else if (now - lastPrinted > 5000) {
-            process.stderr.write(`${progressLine(st, now)}\n`);
-            lastPrinted = now;
-          }
+          const text = printer.update(st, Date.now());
+          if (text !== null) process.stderr.write(text);
           if (st.status !== 'running') break;
           if (interrupted === 'cancel') {
             await control.call('POST', '/campaign/cancel', { name });

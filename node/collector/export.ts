@@ -75,6 +75,67 @@ function answer(task: Task, candidate: string): ChatMessage {
   return { role: 'assistant', content: fenced(candidate, languageOf(task.target).fence) };
 }
 
+/** What a training pair is drawn into valid.jsonl by. */
+export interface ValidCandidate {
+  /** Its task's source-sharing group. */
+  group: string;
+  /** Its task. */
+  taskId: string;
+  /** Its own id (a sample id), unique among the candidates. */
+  id: string;
+}
+
+/**
+ * The pairs drawn for valid.jsonl (indexes into `items`), with a warning when they share source with
+ * train. mlx_lm.lora refuses an empty validation set, so it is never empty when there is a pair:
+ * whole source-sharing groups when there are two or more (no shared source); with one group, whole
+ * tasks; with one task, one of its pairs; with one pair, a copy of it (it stays in train too).
+ * A fraction of 0 draws nothing.
+ */
+export function drawValid(
+  items: readonly ValidCandidate[],
+  fraction: number,
+): { valid: Set<number>; copy: boolean; groups: Set<string>; warning: string | null } {
+  const none = { valid: new Set<number>(), copy: false, groups: new Set<string>(), warning: null };
+  // --valid-fraction 0 asks for no validation set.
+  if (items.length === 0 || fraction <= 0) return none;
+  const pick = (key: (c: ValidCandidate) => string, chosen: Set<string>) =>
+    new Set(items.flatMap((c, i) => (chosen.has(key(c)) ? [i] : [])));
+  const groups = validGroups(
+    items.map((c) => c.group),
+    fraction,
+  );
+  if (groups.size > 0) return { ...none, valid: pick((c) => c.group, groups), groups };
+  // No leak-free split: the loss on valid.jsonl is optimistic, but mlx_lm.lora can run.
+  const tasks = validGroups(
+    items.map((c) => c.taskId),
+    Math.max(fraction, Number.MIN_VALUE),
+  );
+  if (tasks.size > 0)
+    return {
+      ...none,
+      valid: pick((c) => c.taskId, tasks),
+      warning: `one source-sharing group only: valid.jsonl holds ${tasks.size} of its ${new Set(items.map((c) => c.taskId)).size} tasks, which share source with train (validation loss is optimistic)`,
+    };
+  const rows = validGroups(
+    items.map((c) => c.id),
+    Math.max(fraction, Number.MIN_VALUE),
+  );
+  if (rows.size > 0)
+    return {
+      ...none,
+      valid: pick((c) => c.id, rows),
+      warning: `one task only: valid.jsonl holds ${rows.size} of its ${items.length} rows (the same task as train: validation loss is optimistic)`,
+    };
+  return {
+    ...none,
+    valid: new Set([0]),
+    copy: true,
+    warning:
+      'one row only: valid.jsonl is a copy of it, so that mlx_lm.lora runs (its validation loss says nothing); collect more samples',
+  };
+}
+
 const jsonl = (rows: unknown[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 
 /** The repair prompt: the task's prompt, the failed attempt, what the judge said. */
@@ -144,16 +205,16 @@ export async function exportDataset(options: ExportOptions): Promise<Manifest> {
         used.push(f, passing);
       }
     }
-    const pairGroups = new Set(pairs.map((p) => p.row.task.group));
-    valid = validGroups(pairGroups, validFraction);
-    if (valid.size === 0)
-      warnings.push(
-        'one source-sharing group only: valid.jsonl is empty (run mlx_lm.lora with --val-batches 0)',
-      );
+    const drawn = drawValid(
+      pairs.map((p) => ({ group: p.row.task.group, taskId: p.row.task.id, id: p.row.body.sampleId })),
+      validFraction,
+    );
+    valid = drawn.groups;
+    if (drawn.warning) warnings.push(drawn.warning);
     const trainRows = pairs
-      .filter((p) => !valid.has(p.row.task.group))
+      .filter((_, i) => drawn.copy || !drawn.valid.has(i))
       .map((p) => ({ messages: p.messages }));
-    const validRows = pairs.filter((p) => valid.has(p.row.task.group)).map((p) => ({ messages: p.messages }));
+    const validRows = pairs.filter((_, i) => drawn.valid.has(i)).map((p) => ({ messages: p.messages }));
     files.set('train.jsonl', { text: jsonl(trainRows), rows: trainRows.length });
     files.set('valid.jsonl', { text: jsonl(validRows), rows: validRows.length });
   } else {

@@ -23,8 +23,10 @@ export interface ModelReport {
   truncationRate: number | null;
   /** Mean completion tokens per second. */
   tokensPerSecond: number | null;
-  /** Cached prompt tokens over all prompt tokens. */
+  /** Share of bodies whose prompt was warm in the model server's cache (as \`vtnode run\` counts cache hits). */
   cacheHitRate: number | null;
+  /** Cached prompt tokens over all prompt tokens, over servers that report cached tokens. */
+  cachedTokenRate: number | null;
   /** Claims whose reward an audit contradicted (the claim drops out; a sample every claim of which failed counts with the audited reward). */
   auditFailures: number;
   /** Sample ids left out of pass@k: their origins claim different rewards and no audit settled it. */
@@ -130,7 +132,7 @@ export function buildReport(samples: readonly StoredSample[], options: ReportOpt
     const k = options.k ?? Math.max(1, Math.min(...counts.map((t) => t.n)));
     const eligible = counts.filter((t) => t.n >= k);
     const bodies = list.flatMap(({ sample }) => (sample.body ? [sample.body] : []));
-    // Servers that report no cached count are left out of the cache-hit rate.
+    // Servers that report no cached count are left out of the cached-token rate.
     const counted = bodies.filter((b) => b.generation.usage.cached !== null);
     const prompt = counted.reduce((a, b) => a + b.generation.usage.prompt, 0);
     const cached = counted.reduce((a, b) => a + (b.generation.usage.cached ?? 0), 0);
@@ -153,7 +155,11 @@ export function buildReport(samples: readonly StoredSample[], options: ReportOpt
       tokensPerSecond: bodies.length
         ? round(bodies.reduce((a, b) => a + b.generation.tokensPerSecond, 0) / bodies.length)
         : null,
-      cacheHitRate: prompt > 0 ? round(cached / prompt) : null,
+      // The same figure as `vtnode run`'s cache hits for the same samples: prompts found warm.
+      cacheHitRate: bodies.length
+        ? round(bodies.filter((b) => b.generation.warm).length / bodies.length)
+        : null,
+      cachedTokenRate: prompt > 0 ? round(cached / prompt) : null,
       auditFailures: list.reduce((a, c) => a + c.auditFailures, 0),
       disputed: disputedByModel.get(model) ?? 0,
     });

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, sha256Hex } from '../../protocol/canonical.ts';
 import type { Digest, SignedDigest } from '../../protocol/digest.ts';
@@ -217,7 +217,10 @@ export const DATASET_IF_CORRUPT =
 /** Opens (creating if needed) a dataset dir; a corrupt index is refused with a StorageError naming it. */
 export function openDatasetStore(dir: string): DatasetStore {
   try {
-    mkdirSync(join(dir, BODIES_DIR), { recursive: true });
+    // The dataset is private code: its folders are the owner's only, whatever the umask.
+    mkdirSync(join(dir, BODIES_DIR), { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+    chmodSync(join(dir, BODIES_DIR), 0o700);
   } catch (err) {
     throw storageErrorOf(join(dir, BODIES_DIR), "the dataset's body folder", err);
   }
@@ -401,7 +404,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     if (!existsSync(path)) {
       const tmp = `${path}.${process.pid}.tmp`;
       try {
-        writeFileSync(tmp, body.candidate);
+        writeFileSync(tmp, body.candidate, { mode: 0o600 });
         renameSync(tmp, path);
       } catch (err) {
         rmSync(tmp, { force: true });

@@ -19,6 +19,7 @@ import type { ModelService } from '../models/service.ts';
 import type { Framed } from '../wire/framed.ts';
 import { localPair } from '../wire/local.ts';
 import { handleFramed, type StreamHost } from '../wire/streams.ts';
+import { type JobActivity, jobLoad, newActivity, trackScoring } from './job-load.ts';
 import { createJobRun, type JobRun } from './job-run.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
 
@@ -72,6 +73,8 @@ interface Running {
   submitter: string;
   abort: AbortController;
   run: JobRun;
+  /** Generating, scoring or waiting for a scoring slot: the advert's queued/running split. */
+  activity: JobActivity;
 }
 
 /** A small counting semaphore. */
@@ -169,6 +172,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     index: number,
     sample: Sample,
     signal: AbortSignal,
+    activity: JobActivity,
   ): Promise<SampleBody> {
     const workspaceDir = options.workspaces.get(job.task.workspace.id)!;
     const seed = sampleSeed(job.sampling.seedBase, index);
@@ -191,7 +195,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         diagnostics: '',
       };
     } else {
-      const r = await scoring(() =>
+      const r = await trackScoring(activity, scoring, () =>
         options.scorer!.score({
           task: job.task,
           workspaceDir,
@@ -252,7 +256,12 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
    * Generates and scores the samples of `job` not yet in the log, reporting each to `run` (the stream
    * attached at the time, if any) as it is generated and once it is durable.
    */
-  async function execute(job: JobRequest, run: JobRun, abort: AbortController): Promise<void> {
+  async function execute(
+    job: JobRequest,
+    run: JobRun,
+    abort: AbortController,
+    activity: JobActivity,
+  ): Promise<void> {
     const signal = abort.signal;
     const todo = job.samples.filter((index) => !options.sampleLog.get(idOf(job, index)));
     if (todo.length === 0) return;
@@ -295,7 +304,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       });
       // Score while the next samples generate.
       pending.push(
-        scoreSample(job, index, outcome, signal)
+        scoreSample(job, index, outcome, signal, activity)
           .then((body) => {
             const logged = logSample(body);
             options.onSample?.(logged);
@@ -308,6 +317,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
           }),
       );
     }
+    activity.generating = false;
     await Promise.all(pending);
     if (failure) throw Object.assign(new Error(failure.message), { reason: failure.reason });
     // Stopped (deadline, cancel, shutdown) before every sample was scored: say why.
@@ -329,12 +339,12 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       onCancel: () => abort.abort(new Error('cancelled')),
       onAbandoned: () => abort.abort(new Error('abandoned')),
     });
-    const entry: Running = { job, submitter, abort, run };
+    const entry: Running = { job, submitter, abort, run, activity: newActivity() };
     running.set(job.jobId, entry);
     options.onLoadChange?.();
     const deadline = setTimeout(() => abort.abort(new Error('deadline')), job.deadlineMs);
     log('job %s: %d samples of %s with %s', job.jobId, job.samples.length, job.task.id, job.model);
-    void execute(job, run, abort)
+    void execute(job, run, abort, entry.activity)
       .then(
         () => null,
         (err: Error & { reason?: 'model-error' | 'sandbox-error' }) => {
@@ -458,7 +468,10 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     },
     load() {
       const capacity = options.scorer && !options.storage?.blocked() ? options.maxJobs : 0;
-      return { queued: 0, running: running.size, capacity };
+      return jobLoad(
+        [...running.values()].map((r) => r.activity),
+        capacity,
+      );
     },
     async stop() {
       stopped = true;

@@ -106,7 +106,8 @@ const WHAT = "the sample log's sequence mark";
 export function openSeqMark(path: string, origin: string): SeqMark {
   let fd: number;
   try {
-    fd = openSync(path, 'a+');
+    // Owner only, like the sample log beside it.
+    fd = openSync(path, 'a+', 0o600);
     closeSync(fd);
     fd = openSync(path, 'r+');
   } catch (err) {

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validGroups } from '../../node/collector/export.ts';
+import { drawValid, exportDataset, validGroups } from '../../node/collector/export.ts';
 import { passAtK } from '../../node/collector/passk.ts';
 import { buildReport } from '../../node/collector/report.ts';
 import { type DatasetStore, openDatasetStore } from '../../node/collector/store.ts';
@@ -70,6 +70,47 @@ describe('valid groups', () => {
     expect(validGroups(['only'], 0.5).size).toBe(0);
     expect(validGroups(['a', 'b'], 0.01).size).toBe(1);
     expect(validGroups(['a', 'b'], 1).size).toBe(1);
+  });
+
+  // mlx_lm.lora refuses an empty valid.jsonl (and --val-batches 0): small repositories still get one.
+  const c = (group: string, taskId: string, id: string) => ({ group, taskId, id });
+  it('two groups or more: whole groups, no warning', () => {
+    const items = [c('g1', 't1', 's1'), c('g1', 't2', 's2'), c('g2', 't3', 's3')];
+    const d = drawValid(items, 0.1);
+    expect(d.warning).toBeNull();
+    expect(d.copy).toBe(false);
+    expect(d.groups.size).toBe(1);
+    const validGroupsDrawn = new Set([...d.valid].map((i) => items[i]!.group));
+    expect(validGroupsDrawn).toEqual(d.groups);
+    // Every pair of a drawn group is in valid, none of the other.
+    for (const [i, it] of items.entries()) expect(d.valid.has(i)).toBe(d.groups.has(it.group));
+  });
+
+  it('one group: whole tasks, at least one, never all, with a warning', () => {
+    const items = [c('g', 't1', 's1'), c('g', 't1', 's2'), c('g', 't2', 's3'), c('g', 't3', 's4')];
+    const d = drawValid(items, 0.1);
+    const tasks = (set: Set<number>) => new Set([...set].map((i) => items[i]!.taskId));
+    expect(tasks(d.valid).size).toBeGreaterThan(0);
+    expect(tasks(d.valid).size).toBeLessThan(3);
+    for (const [i, it] of items.entries()) expect(d.valid.has(i)).toBe(tasks(d.valid).has(it.taskId));
+    expect(d.warning).toMatch(/one source-sharing group only: valid\.jsonl holds 1 of its 3 tasks/);
+    expect(d.warning).not.toMatch(/val-batches/);
+    expect(drawValid([...items].reverse(), 0.1).valid.size).toBe(d.valid.size);
+  });
+
+  it('one task: one of its rows; one row: a copy of it; nothing, or fraction 0: no valid set', () => {
+    const one = drawValid([c('g', 't', 's1'), c('g', 't', 's2'), c('g', 't', 's3')], 0.1);
+    expect(one.valid.size).toBe(1);
+    expect(one.copy).toBe(false);
+    expect(one.warning).toMatch(/one task only: valid\.jsonl holds 1 of its 3 rows/);
+    const single = drawValid([c('g', 't', 's1')], 0.1);
+    expect(single).toMatchObject({ valid: new Set([0]), copy: true });
+    expect(single.warning).toMatch(/one row only: valid\.jsonl is a copy of it/);
+    expect(drawValid([], 0.1)).toMatchObject({ valid: new Set(), warning: null });
+    expect(drawValid([c('g1', 't', 's1'), c('g2', 'u', 's2')], 0)).toMatchObject({
+      valid: new Set(),
+      warning: null,
+    });
   });
 });
 
@@ -292,6 +333,49 @@ describe('vtnode export', () => {
   }, 30_000);
 });
 
+describe('a small repository (one source-sharing group)', () => {
+  it('mlx and repair write a valid.jsonl mlx_lm.lora accepts: not empty, and no --val-batches 0 advice', async () => {
+    const ds = join(tmp.dir, 'one-group');
+    const s = openDatasetStore(ds);
+    const tasks = [task('t-0', 'only', 'train'), task('t-1', 'only', 'train'), task('t-2', 'only', 'train')];
+    const signer = await testSigner();
+    let seq = 0;
+    for (const t of tasks)
+      for (let index = 0; index < 2; index++) {
+        const pass = index === 0;
+        const b = sampleBody(t.id, 'qwen', index, {
+          candidate: `// ${t.id} ${index}\nexport const add = (a, b) => a ${pass ? '+' : '-'} b;\n`,
+          reward: pass ? 1 : 0.5,
+        });
+        const d = signedDigest(signer, ++seq, b);
+        s.addDigest(d);
+        s.putBody(d, b);
+      }
+    s.putTasks(tasks);
+    s.setMeta('minReward', '1');
+    try {
+      for (const format of ['mlx', 'repair'] as const) {
+        const out = join(tmp.dir, `one-group-${format}`);
+        const manifest = await exportDataset({ store: s, format, out });
+        const f = await files(out);
+        const rows = (name: string) => f[name]!.split('\n').filter(Boolean).length;
+        expect({ format, train: rows('train.jsonl') > 0, valid: rows('valid.jsonl') > 0 }).toEqual({
+          format,
+          train: true,
+          valid: true,
+        });
+        expect(rows('train.jsonl') + rows('valid.jsonl')).toBe(3);
+        expect(manifest.warnings.join('\n')).toMatch(
+          /one source-sharing group only: valid\.jsonl holds 1 of its 3 tasks/,
+        );
+        expect(manifest.warnings.join('\n')).not.toMatch(/val-batches/);
+      }
+    } finally {
+      s.close();
+    }
+  });
+});
+
 describe('vtnode report', () => {
   it('prints pass@1 and pass@k per model as JSON', async () => {
     const r = await vtnode(['report', '--from', dsA, '--json']);
@@ -310,7 +394,9 @@ describe('vtnode report', () => {
     expect(byModel.llama).toMatchObject({ tasks: 8, samples: 32, k: 4, pass1: 0.25, passk: 1 });
     expect(byModel.llama.meanReward).toBeCloseTo(0.625, 6);
     expect(byModel.qwen).toMatchObject({ truncationRate: 0, tokensPerSecond: 47.1 });
-    expect(byModel.qwen.cacheHitRate).toBeCloseTo((3 * 1184) / (4 * 1200), 5);
+    // Cache hits as `vtnode run` counts them (3 of every 4 prompts warm); cached tokens apart.
+    expect(byModel.qwen.cacheHitRate).toBe(0.75);
+    expect(byModel.qwen.cachedTokenRate).toBeCloseTo((3 * 1184) / (4 * 1200), 5);
   }, 30_000);
 
   it('filters by split and takes k', async () => {
@@ -324,6 +410,32 @@ describe('vtnode report', () => {
     expect(human.stdout).toMatch(/pass@1/);
     expect(human.stdout).toMatch(/qwen\s+8\s+32\s+50\.0%/);
   }, 30_000);
+
+  it("cache hits agree with `vtnode run`'s for the same samples, also from servers that report no cached tokens", async () => {
+    const s = openDatasetStore(join(tmp.dir, 'uncached'));
+    const signer = await testSigner();
+    // A server that reports no cached token count (the emulator, llama-server): `run` still counts
+    // warm prompts, and so must the report (it printed "-").
+    const warm = [false, true, true, false, true];
+    for (const [i, w] of warm.entries()) {
+      const b = sampleBody('t', 'qwen', i);
+      const body = {
+        ...b,
+        generation: { ...b.generation, warm: w, usage: { ...b.generation.usage, cached: null } },
+      };
+      const d = signedDigest(signer, i + 1, body);
+      s.addDigest(d);
+      s.putBody(d, body);
+    }
+    const m = buildReport(s.samples()).models[0]!;
+    // run's figure: the mean of the samples' warm flags (node/submitter/campaign-summary.ts, AVG(warm)).
+    const runs = warm.filter(Boolean).length / warm.length;
+    expect({ cacheHitRate: m.cacheHitRate, cachedTokenRate: m.cachedTokenRate }).toEqual({
+      cacheHitRate: runs,
+      cachedTokenRate: null,
+    });
+    s.close();
+  });
 
   it('counts a sample whose audit failed with its audited reward', async () => {
     const s = openDatasetStore(join(tmp.dir, 'audited'));

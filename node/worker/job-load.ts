@@ -1,0 +1,64 @@
+/** What one admitted job is doing at the moment (kept by the executor, read for the advert's load). */
+export interface JobActivity {
+  /** Its samples are still being generated (requests at, or waiting for, the model server). */
+  generating: boolean;
+  /** Its samples being scored in the sandbox now. */
+  scoring: number;
+  /** Its generated samples waiting for a scoring slot (scoring is CPU-bound and shared by every job). */
+  waitingToScore: number;
+}
+
+/** A fresh job: generation starts at once. */
+export function newActivity(): JobActivity {
+  return { generating: true, scoring: 0, waitingToScore: 0 };
+}
+
+/** A job is queued when nothing of it runs: every sample it still has waits for a scoring slot. */
+export function isQueued(a: JobActivity): boolean {
+  return !a.generating && a.scoring === 0 && a.waitingToScore > 0;
+}
+
+/**
+ * The advert's load from the admitted jobs: `queued` jobs wait for a scoring slot with nothing in
+ * progress, `running` ones generate or score; queued + running is every admitted job (what placement
+ * counts). `capacity` is the job slots offered.
+ */
+export function jobLoad(
+  jobs: Iterable<JobActivity>,
+  capacity: number,
+): { queued: number; running: number; capacity: number } {
+  let queued = 0;
+  let running = 0;
+  for (const a of jobs) {
+    if (isQueued(a)) queued++;
+    else running++;
+  }
+  return { queued, running, capacity };
+}
+
+/**
+ * Runs `score` through `slot` (the scoring limiter) and keeps `a` up to date: waiting for the slot,
+ * then scoring, then done (whatever `score` does).
+ */
+export async function trackScoring<T>(
+  a: JobActivity,
+  slot: (fn: () => Promise<T>) => Promise<T>,
+  score: () => Promise<T>,
+): Promise<T> {
+  a.waitingToScore++;
+  let started = false;
+  try {
+    return await slot(async () => {
+      started = true;
+      a.waitingToScore--;
+      a.scoring++;
+      try {
+        return await score();
+      } finally {
+        a.scoring--;
+      }
+    });
+  } finally {
+    if (!started) a.waitingToScore--;
+  }
+}

@@ -1,0 +1,210 @@
+// The advert's load split: a job whose samples all wait for a scoring slot is queued, not running
+// (issue 12, build 7: `queued` was always 0). Pure accounting, driven through a real one-slot limiter.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { ModelService } from '../../node/models/service.ts';
+import type { StreamHost } from '../../node/wire/streams.ts';
+import { createJobExecutor } from '../../node/worker/executor.ts';
+import { isQueued, jobLoad, newActivity, trackScoring } from '../../node/worker/job-load.ts';
+import { openSampleLog } from '../../node/worker/sample-log.ts';
+import type { Task } from '../../protocol/task.ts';
+import type { Scorer } from '../../sandbox/scorer.ts';
+import { seededSigner } from '../helpers/digests.ts';
+import { EVAL_FP, jobRequest, sampleTask } from '../helpers/samples.ts';
+
+/** A limiter of `max` slots, like the executor's scoring limiter. */
+function limiter(max: number) {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (active >= max) await new Promise<void>((r) => waiting.push(r));
+    active += 1;
+    try {
+      return await fn();
+    } finally {
+      active -= 1;
+      waiting.shift()?.();
+    }
+  };
+}
+
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => {
+    open = r;
+  });
+  return { open, opened };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('job load', () => {
+  it('counts every admitted job once: queued + running = jobs', () => {
+    const a = newActivity();
+    const b = { generating: false, scoring: 0, waitingToScore: 2 };
+    const c = { generating: false, scoring: 1, waitingToScore: 3 };
+    const d = { generating: true, scoring: 0, waitingToScore: 4 };
+    expect(jobLoad([a, b, c, d], 4)).toEqual({ queued: 1, running: 3, capacity: 4 });
+    expect(jobLoad([], 2)).toEqual({ queued: 0, running: 0, capacity: 2 });
+  });
+
+  it('a job is queued only while everything it has left waits for a scoring slot', () => {
+    expect(isQueued(newActivity())).toBe(false);
+    expect(isQueued({ generating: false, scoring: 0, waitingToScore: 1 })).toBe(true);
+    expect(isQueued({ generating: true, scoring: 0, waitingToScore: 1 })).toBe(false);
+    expect(isQueued({ generating: false, scoring: 1, waitingToScore: 1 })).toBe(false);
+    // Finished, about to report: nothing waits.
+    expect(isQueued({ generating: false, scoring: 0, waitingToScore: 0 })).toBe(false);
+  });
+
+  it('two jobs, one scoring slot: the one waiting for the slot is queued until it gets it', async () => {
+    const slot = limiter(1);
+    const a = newActivity();
+    const b = newActivity();
+    const ga = gate();
+    const gb = gate();
+    const scoredA = trackScoring(a, slot, () => ga.opened.then(() => 'a'));
+    a.generating = false;
+    const scoredB = trackScoring(b, slot, () => gb.opened.then(() => 'b'));
+    b.generating = false;
+    await tick();
+    expect([a, b]).toEqual([
+      { generating: false, scoring: 1, waitingToScore: 0 },
+      { generating: false, scoring: 0, waitingToScore: 1 },
+    ]);
+    expect(jobLoad([a, b], 2)).toEqual({ queued: 1, running: 1, capacity: 2 });
+    ga.open();
+    expect(await scoredA).toBe('a');
+    await tick();
+    expect(jobLoad([a, b], 2)).toEqual({ queued: 0, running: 2, capacity: 2 });
+    gb.open();
+    expect(await scoredB).toBe('b');
+    expect(b).toEqual({ generating: false, scoring: 0, waitingToScore: 0 });
+  });
+
+  it('a failed score, or a slot that fails before it starts, leaves the counts right', async () => {
+    const a = newActivity();
+    await expect(
+      trackScoring(a, limiter(1), () => Promise.reject(new Error('box could not be set up'))),
+    ).rejects.toThrow(/box could not be set up/);
+    expect(a).toEqual({ generating: true, scoring: 0, waitingToScore: 0 });
+    const refusing = <T>(_fn: () => Promise<T>): Promise<T> => Promise.reject(new Error('aborted'));
+    await expect(trackScoring(a, refusing, () => Promise.resolve(1))).rejects.toThrow(/aborted/);
+    expect(a).toEqual({ generating: true, scoring: 0, waitingToScore: 0 });
+  });
+});
+
+describe('the executor: two jobs on a node with one scoring slot', () => {
+  it('advertises the job whose samples all wait for the slot as queued, then running, then nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vt-load-'));
+    const signer = await seededSigner(7);
+    const sampleLog = openSampleLog({ path: join(dir, 'samples.db'), origin: signer.origin, signer });
+    const task = sampleTask('t-load');
+    // Scoring waits until the test lets each call go, in order.
+    const gates: (() => void)[] = [];
+    const scoring: Promise<void>[] = [];
+    const scorer = {
+      confinement: { name: 'bwrap' },
+      selfTest: null,
+      fingerprint: async () => EVAL_FP,
+      close: async () => {},
+      score: (request: { task: Task }) => {
+        const started = new Promise<void>((r) => gates.push(r));
+        scoring.push(started);
+        return started.then(() => ({
+          taskId: request.task.id,
+          status: 'scored',
+          error: null,
+          reward: 1,
+          passRate: 1,
+          passed: 2,
+          failed: 0,
+          skipped: 0,
+          todo: 0,
+          reasons: [],
+          tests: [],
+          lints: [],
+          tamper: [],
+          typecheck: 'not-configured',
+          diagnostics: '',
+          warnings: [],
+          fingerprint: EVAL_FP,
+          backend: 'bwrap',
+          run: null,
+          typecheckRun: null,
+          typecheckService: null,
+        }));
+      },
+    } as unknown as Scorer;
+    const models = {
+      adapterFor: () => ({}),
+      async *generate(request: { k: number; seeds: number[] }) {
+        for (let index = 0; index < request.k; index++)
+          yield {
+            ok: true,
+            index,
+            seed: request.seeds[index]!,
+            choice: 0,
+            model: 'qwen',
+            server: 'http://127.0.0.1:1',
+            text: '```ts\nexport const x = 1;\n```',
+            extract: { ok: true, code: 'export const x = 1;\n', lang: 'ts' },
+            finishReason: 'stop',
+            truncated: false,
+            usage: { promptTokens: 100, completionTokens: 10, cachedTokens: null },
+            warm: { warm: 'unknown', source: null },
+            latencyMs: 10,
+            ttftMs: null,
+            tokensPerSecond: 100,
+            attempts: 1,
+          };
+      },
+    } as unknown as ModelService;
+    const executor = createJobExecutor({
+      host: { handle: async () => {}, unhandle: async () => {} } as unknown as StreamHost,
+      peerId: signer.origin,
+      models,
+      scorer,
+      workspaces: new Map([[task.workspace.id, dir]]),
+      sampleLog,
+      maxJobs: 2,
+      maxScoring: 1,
+    });
+    const a = executor.local();
+    const b = executor.local();
+    try {
+      await a.send({ ...jobRequest(task, signer.origin, [0, 1], 2), jobId: 'job-a' });
+      await eventually(() => scoring.length === 1, 'job a scoring');
+      await b.send({ ...jobRequest(task, signer.origin, [2, 3], 4), jobId: 'job-b' });
+      // Job a holds the slot with a sample, job b has generated both and waits for it.
+      await eventually(() => executor.load().running + executor.load().queued === 2, 'both jobs admitted');
+      await tick();
+      expect(executor.load()).toEqual({ queued: 1, running: 1, capacity: 2 });
+      // Let every score through, one at a time: the queued job runs, then both end.
+      for (let done = 0; done < 4; done++) {
+        await eventually(() => gates.length > done, `score ${done + 1} started`);
+        gates[done]!();
+      }
+      await eventually(() => executor.load().running + executor.load().queued === 0, 'both jobs over');
+      expect(executor.load()).toEqual({ queued: 0, running: 0, capacity: 2 });
+    } finally {
+      for (const g of gates) g();
+      await executor.stop();
+      a.abort(new Error('test over'));
+      b.abort(new Error('test over'));
+      sampleLog.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Polls `ok` every few ms until it holds (bounded: 5 s). */
+async function eventually(ok: () => boolean, what: string): Promise<void> {
+  const until = Date.now() + 5000;
+  while (!ok()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
