@@ -78,7 +78,7 @@ interface Running {
 }
 
 /** A small counting semaphore. */
-function limiter(max: number) {
+export function limiter(max: number) {
   let active = 0;
   const waiting: (() => void)[] = [];
   return async <T>(fn: () => Promise<T>): Promise<T> => {

@@ -6,29 +6,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ModelService } from '../../node/models/service.ts';
 import type { StreamHost } from '../../node/wire/streams.ts';
-import { createJobExecutor } from '../../node/worker/executor.ts';
+import { createJobExecutor, limiter } from '../../node/worker/executor.ts';
 import { isQueued, jobLoad, newActivity, trackScoring } from '../../node/worker/job-load.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { seededSigner } from '../helpers/digests.ts';
 import { EVAL_FP, jobRequest, sampleTask } from '../helpers/samples.ts';
-
-/** A limiter of `max` slots, like the executor's scoring limiter. */
-function limiter(max: number) {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return async <T>(fn: () => Promise<T>): Promise<T> => {
-    if (active >= max) await new Promise<void>((r) => waiting.push(r));
-    active += 1;
-    try {
-      return await fn();
-    } finally {
-      active -= 1;
-      waiting.shift()?.();
-    }
-  };
-}
 
 function gate() {
   let open!: () => void;
