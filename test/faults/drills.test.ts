@@ -148,24 +148,29 @@ function expectComplete(code: number | null, json: RunJson, tasks: Task[], outpu
 }
 
 /** The first of `hosts` whose model server has a request in flight (a job running there). */
-async function busyHost(
+/** A host of `hosts` whose model server has requests in flight, and the stats that showed it. */
+async function busyHostStats(
   hosts: number[],
   run: { child: { exitCode: number | null } },
   what: string,
-): Promise<number> {
+): Promise<{ host: number; stats: Awaited<ReturnType<typeof drill.emulatorStats>> }> {
   return poll(
     async () => {
       if (run.child.exitCode !== null) throw new Error(`the campaign ended before ${what}`);
-      for (const h of hosts) {
-        const s = await drill.emulatorStats(h).catch(() => null);
-        if (s && s.requests > s.completed) return h + 1;
+      for (const host of hosts) {
+        const stats = await drill.emulatorStats(host).catch(() => null);
+        if (stats && stats.requests > stats.completed) return { host, stats };
       }
       return null;
     },
     90_000,
     what,
     250,
-  ).then((h) => h - 1);
+  );
+}
+
+async function busyHost(hosts: number[], run: { child: { exitCode: number | null } }, what: string) {
+  return (await busyHostStats(hosts, run, what)).host;
 }
 
 const reference = {
@@ -300,8 +305,13 @@ describe.skipIf(!enabled)('fault drills across six hosts (network namespaces)', 
         const applied = new Map<string, { host: number; inFlight: number; requests: number }>();
         const free = [1, 2, 3];
         for (const [fault, apply] of Object.entries(faults)) {
-          const h = await busyHost(free, run, `a busy worker whose model server ${fault}`);
-          const s = await drill.emulatorStats(h);
+          // The fault follows the sample that found requests in flight at once (a second sample could
+          // find that request just answered, though the job goes on).
+          const { host: h, stats: s } = await busyHostStats(
+            free,
+            run,
+            `a busy worker whose model server ${fault}`,
+          );
           await apply(h);
           free.splice(free.indexOf(h), 1);
           applied.set(fault, { host: h, inFlight: s.requests - s.completed, requests: s.requests });
