@@ -99,6 +99,12 @@ export function finalSummary(st: CampaignStatus): string {
   const lines = [
     `campaign ${st.name}: ${st.status}`,
     `samples: ${s.samples.planned} planned, ${s.samples.generated} generated, ${s.samples.scored} scored, ${s.samples.verified} verified (${pct(s.samples.verified, s.samples.scored)} of scored)`,
+    ...(s.preexisting > 0
+      ? [
+          `  ${s.preexisting} of them generated before this campaign (the workers' logs held the same task, model and seed): not new data`,
+        ]
+      : []),
+    `seed ${st.seedBase} (\`--seed ${st.seedBase}\` reproduces these samples)`,
     '',
     'per node:',
     ...s.nodes.map(

@@ -45,6 +45,17 @@ export function sampleSeed(seedBase: number, index: number): number {
 }
 
 /**
+ * The default seed base of a campaign created as `name` at `createdAt` (ms): a fresh one per campaign,
+ * so a second round over the same tasks and model gets new samples instead of the rows the workers
+ * already logged (sample ids are a function of task, model, index and seed). A campaign stores the
+ * seed base it ran with; `vtnode run --seed N` reproduces it exactly.
+ */
+export function campaignSeedBase(name: string, createdAt: number): number {
+  const hex = fingerprint({ campaign: name, createdAt }).slice('sha256:'.length, 'sha256:'.length + 8);
+  return Number.parseInt(hex, 16) % (MAX_SEED + 1);
+}
+
+/**
  * Deterministic sample id: the fingerprint of (task id, model, sample index, seed). The same sample
  * generated twice (a re-placed job, a restarted submitter) gets the same id, so a repeat is harmless.
  */
@@ -195,6 +206,11 @@ export const SampleResult = z.object({
   evalFingerprint: Sha256Id,
   /** The worker's sample-log sequence number of this sample. */
   seq: z.number().int().min(1),
+  /**
+   * When the worker scored it, ms since epoch (its clock): earlier than the campaign when its log already
+   * held the sample (same task, model, index and seed). Workers before 0.1 omit it.
+   */
+  scoredAt: z.number().int().min(0).optional(),
 });
 export type SampleResult = z.infer<typeof SampleResult>;
 

@@ -28,7 +28,8 @@ none runs, a node started for the campaign's duration. Progress goes to stderr.
   --temperature T       sampling temperature (default 0.8)
   --top-p P             nucleus sampling (default 0.95)
   --max-tokens N        completion cap per sample; a sample that hits it is truncated, reward 0 (default 4096)
-  --seed N              seed of sample 0; sample i uses seed + i (default 0)
+  --seed N              seed of sample 0; sample i uses seed + i (default: a fresh one per
+                        campaign, printed; pass it again to reproduce a campaign exactly)
   --campaign NAME       campaign name (default run-<tasks file hash>)
   --resume              continue the named campaign (finished samples are not redone)
   --job-timeout DUR     time a node has for a job without progress before its samples are
@@ -87,7 +88,7 @@ function request(values: Values): CampaignStartRequest {
       temperature: numberOption(values.temperature, 'temperature', 0.8, 0, 2),
       topP: numberOption(values['top-p'], 'top-p', 0.95, 0.01, 1),
       maxTokens: intOption(values['max-tokens'], 'max-tokens', 4096) || 4096,
-      seedBase: intOption(values.seed, 'seed', 0),
+      ...(values.seed === undefined ? {} : { seedBase: intOption(values.seed, 'seed', 0) }),
     },
     resume: values.resume ?? false,
     ...(jobTimeout(values['job-timeout']) ?? {}),
@@ -279,7 +280,7 @@ export const command: Command = {
       if (started.attached) process.stderr.write(`campaign ${name} is running in the daemon: re-attached\n`);
       else
         process.stderr.write(
-          `campaign ${name}: ${report.planned} samples planned` +
+          `campaign ${name}: ${report.planned} samples planned, seed ${started.seedBase}` +
             (report.reused > 0 ? `, ${report.reused} already scored (resumed)` : '') +
             (report.changed.length > 0
               ? `, ${report.changed.length} task(s) changed their prompt: redone`
@@ -337,11 +338,13 @@ export const command: Command = {
           `${JSON.stringify({
             campaign: name,
             status: st.status,
+            seed: st.seedBase,
             samples: {
               planned: s.samples.planned,
               generated: s.samples.generated,
               scored: s.samples.scored,
               verified: s.samples.verified,
+              preexisting: s.preexisting,
             },
             tasks: s.tasks.map((t) => ({
               taskId: t.taskId,

@@ -29,6 +29,12 @@ export interface GenerationStats {
 /** The campaign's figures for `vtnode run`'s display and its final JSON. */
 export interface CampaignSummary extends GenerationStats {
   samples: SampleCounts;
+  /**
+   * Scored samples a worker had generated before this campaign began (its log already held that task,
+   * model, index and seed, so it returned the logged row): a campaign run again with the same `--seed`.
+   * Told apart by the sample's `scoredAt` (the worker's clock) against the campaign's creation.
+   */
+  preexisting: number;
   /** Per task (all models): the nodes that produced its samples, scored and verified counts. */
   tasks: { taskId: string; nodes: string[]; planned: number; samples: number; verified: number }[];
   /** Per node that generated anything. */
@@ -72,6 +78,13 @@ export function summarise(db: DatabaseSync, campaign: string, k: number): Campai
   const all = db
     .prepare(`SELECT ${COUNTS}, ${STATS} FROM slots s WHERE s.campaign = ? AND s.idx < ?`)
     .get(campaign, k) as Row;
+  const preexisting = db
+    .prepare(
+      `SELECT COUNT(*) AS n FROM slots s JOIN campaigns c ON c.name = s.campaign
+       WHERE s.campaign = ? AND s.idx < ? AND s.status = 'scored'
+         AND json_extract(s.result, '$.scoredAt') < c.created_at`,
+    )
+    .get(campaign, k) as Row;
   const tasks = db
     .prepare(
       `SELECT s.task_id AS taskId, COUNT(*) AS planned, COALESCE(SUM(s.status = 'scored'), 0) AS samples,
@@ -98,6 +111,7 @@ export function summarise(db: DatabaseSync, campaign: string, k: number): Campai
     .all(campaign, k) as Row[];
   return {
     samples: counts(all),
+    preexisting: Number(preexisting['n']),
     ...stats(all),
     tasks: tasks.map((t) => ({
       taskId: String(t['taskId']),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { FleetNode } from '../../placement/fleet-view.ts';
 import { sha256Hex } from '../../protocol/canonical.ts';
 import type { SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
-import { Sampling } from '../../protocol/job.ts';
+import { campaignSeedBase, Sampling } from '../../protocol/job.ts';
 import { parseWith } from '../../protocol/parse.ts';
 import type { Task } from '../../protocol/task.ts';
 import { readTasksFile } from '../../sandbox/tasks-file.ts';
@@ -25,7 +25,8 @@ export const CampaignStartRequest = z.object({
   models: z.array(z.string().min(1)).min(1).max(64),
   /** Samples per task and model. */
   k: z.number().int().min(1).max(256),
-  sampling: Sampling,
+  /** Sampling; without `seedBase`, a new campaign gets a fresh one and a resumed one keeps its own. */
+  sampling: Sampling.extend({ seedBase: Sampling.shape.seedBase.optional() }),
   split: SplitFilter,
   /** Continue an existing campaign of that name (otherwise an existing name is an error). */
   resume: z.boolean(),
@@ -43,6 +44,8 @@ export type CampaignStartRequest = z.infer<typeof CampaignStartRequest>;
 
 export interface CampaignStatus {
   name: string;
+  /** The seed base the campaign samples with. */
+  seedBase: number;
   /** running, done, incomplete (finished with samples given up), cancelled or stalled (no eligible node). */
   status: CampaignState;
   summary: CampaignSummary;
@@ -88,6 +91,8 @@ export interface StartResponse {
   name: string;
   /** True when the campaign was already running here and the caller re-attached to it. */
   attached: boolean;
+  /** The seed base the campaign samples with (`vtnode run --seed` reproduces it). */
+  seedBase: number;
   report: StartReport;
 }
 
@@ -157,6 +162,7 @@ export function createCampaignService(options: CampaignServiceOptions) {
     return {
       name,
       attached: true,
+      seedBase: spec.sampling.seedBase,
       report: {
         created: false,
         planned: samples.planned,
@@ -196,10 +202,13 @@ export function createCampaignService(options: CampaignServiceOptions) {
     if (!existing && req.resume) throw new Error(`there is no campaign ${name} to resume`);
     preflight(tasks, req.models, options.nodes());
 
+    const now = Date.now();
+    const seedBase = req.sampling.seedBase ?? existing?.spec.sampling.seedBase ?? campaignSeedBase(name, now);
+    const sampling = { ...req.sampling, seedBase };
     const { campaign, report } = options.store.start({
-      spec: { name, tasksHash, models: req.models, k: req.k, sampling: req.sampling, split: req.split },
+      spec: { name, tasksHash, models: req.models, k: req.k, sampling, split: req.split },
       tasks: all.map((t) => ({ id: t.id, promptFingerprint: t.promptFingerprint, split: t.split })),
-      now: Date.now(),
+      now,
     });
     const abort = new AbortController();
     const runner = runCampaign({
@@ -227,7 +236,7 @@ export function createCampaignService(options: CampaignServiceOptions) {
         log.error('campaign %s failed: %s', name, err.message);
       },
     );
-    return { name, attached: false, report };
+    return { name, attached: false, seedBase, report };
   }
 
   function status(body: unknown): CampaignStatus {
@@ -238,6 +247,7 @@ export function createCampaignService(options: CampaignServiceOptions) {
     const summary = campaign.summary();
     return {
       name,
+      seedBase: campaign.spec.sampling.seedBase,
       status: campaignState(
         { running: !!entry, outcome: entry?.outcome?.status ?? null },
         campaign.status(),

@@ -164,6 +164,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       contentHash: b.contentHash,
       evalFingerprint: b.score.evalFingerprint,
       seq: logged.seq,
+      scoredAt: b.scoredAt,
     };
   }
 

@@ -63,5 +63,27 @@ describe('a campaign on a submitter and 3 workers', () => {
     // Every prompt was already in its node's cache: every sample is a cache hit.
     expect(second.cacheHitRate).toBe(1);
     expect(first!.cacheHitRate).toBeLessThan(1);
+    expect(second.seed).toBe(100);
+  }, 240_000);
+
+  // Issue 13, build 5: sample ids are a function of (task, model, index, seed); with one default seed,
+  // a second round returned the rows the workers had logged in the first and produced no new data.
+  it('a campaign without --seed samples anew; one run again with a --seed says its samples are not new', async () => {
+    const third = (await runCampaign(fleet.dirs[0]!, file, ['-k', '2', '--campaign', 'third'])).json!;
+    expect(third.status).toBe('done');
+    expect(third.seed).not.toBe(first!.seed);
+    expect(third.samples).toMatchObject({ scored: 8, preexisting: 0 });
+
+    const again = await runCampaign(fleet.dirs[0]!, file, [
+      '-k',
+      '2',
+      '--campaign',
+      'fourth',
+      '--seed',
+      '100',
+    ]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.json!.seed).toBe(100);
+    expect(again.json!.samples).toMatchObject({ scored: 8, preexisting: 8 });
   }, 240_000);
 });

@@ -10,9 +10,11 @@ const T0 = 1_000_000;
 function status(scored: number, planned = 4, state: CampaignStatus['status'] = 'running'): CampaignStatus {
   return {
     name: 'c',
+    seedBase: 7,
     status: state,
     summary: {
       samples: { planned, placed: 0, generated: scored, scored, verified: scored },
+      preexisting: 0,
       tasks: [{ taskId: 't', nodes: [], planned, samples: scored, verified: scored }],
       nodes: [],
       models: [],

@@ -79,7 +79,8 @@ export async function startFleet(
 export interface RunJson {
   campaign: string;
   status: string;
-  samples: { planned: number; generated: number; scored: number; verified: number };
+  seed: number;
+  samples: { planned: number; generated: number; scored: number; verified: number; preexisting: number };
   tasks: { taskId: string; nodes: string[]; samples: number; verified: number }[];
   cacheHitRate: number | null;
   nodes: { peerId: string; scored: number }[];

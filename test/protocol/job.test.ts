@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Digest } from '../../protocol/digest.ts';
 import {
+  campaignSeedBase,
   JobRequest,
   MAX_SEED,
   SampleResult,
@@ -109,6 +110,18 @@ describe('job protocol schemas', () => {
     expect(ids.size).toBe(5);
     expect(sampleSeed(42, 3)).toBe(45);
     expect(sampleSeed(MAX_SEED, 1)).toBe(0);
+  });
+
+  it('gives each campaign its own default seed base, the same for the same campaign record', () => {
+    expect(campaignSeedBase('round-1', 1000)).toBe(campaignSeedBase('round-1', 1000));
+    const seeds = new Set<number>();
+    for (let i = 0; i < 200; i++) {
+      const seed = campaignSeedBase(`round-${i % 20}`, 1000 + Math.floor(i / 20));
+      expect(Number.isInteger(seed) && seed >= 0 && seed <= MAX_SEED, String(seed)).toBe(true);
+      seeds.add(seed);
+    }
+    // 200 campaigns (20 names x 10 creation times): no two share a seed base.
+    expect(seeds.size).toBe(200);
   });
 
   it('accepts sample bodies and digests of the helpers, and rejects a wrong digest version', () => {

@@ -34,7 +34,7 @@ function result(
   taskId: string,
   model: string,
   index: number,
-  opts: { reward?: number; warm?: boolean } = {},
+  opts: { reward?: number; warm?: boolean; scoredAt?: number } = {},
 ): SampleResult {
   const seed = sampleSeed(spec.sampling.seedBase, index);
   return {
@@ -55,6 +55,7 @@ function result(
     contentHash: contentHash(`c${index}`),
     evalFingerprint: EVAL_FP,
     seq: index + 1,
+    ...(opts.scoredAt === undefined ? {} : { scoredAt: opts.scoredAt }),
   };
 }
 
@@ -170,6 +171,22 @@ describe('campaign store', () => {
       /no sample 0 of task t9/,
     );
     expect(campaign.summary().samples.scored).toBe(1);
+    store.close();
+  });
+
+  it('counts the samples a worker had scored before the campaign began (a run again with the same seed)', () => {
+    const store = openCampaignStore({ path });
+    const { campaign } = store.start({ spec, tasks, now: 1000 });
+    campaign.result('t1', 'qwen', A, result('t1', 'qwen', 0, { scoredAt: 400 }), 1001);
+    campaign.result('t1', 'qwen', A, result('t1', 'qwen', 1, { scoredAt: 999 }), 1002);
+    campaign.result('t1', 'qwen', A, result('t1', 'qwen', 2, { scoredAt: 1000 }), 1003);
+    campaign.result('t1', 'qwen', A, result('t1', 'qwen', 3, { scoredAt: 5000 }), 1004);
+    // A worker that does not say when it scored: not counted as earlier.
+    campaign.result('t2', 'qwen', A, result('t2', 'qwen', 0), 1005);
+    expect(campaign.summary()).toMatchObject({ preexisting: 2, samples: { scored: 5 } });
+    // A resume keeps the campaign's creation time: what this campaign scored stays its own.
+    const again = store.start({ spec, tasks, now: 9000 }).campaign;
+    expect(again.summary().preexisting).toBe(2);
     store.close();
   });
 
