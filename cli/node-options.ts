@@ -16,6 +16,9 @@ export const nodeOptions = {
   'advert-interval': { type: 'string' },
   'max-jobs': { type: 'string' },
   unconfined: { type: 'boolean' },
+  'pause-on-battery': { type: 'boolean' },
+  'no-pause-on-battery': { type: 'boolean' },
+  'max-load': { type: 'string' },
 } as const;
 
 export const nodeOptionsUsage = `Node options (saved in the data dir, so \`vtnode start\` reuses them):
@@ -29,7 +32,11 @@ export const nodeOptionsUsage = `Node options (saved in the data dir, so \`vtnod
   --workspace DIR          built checkout this node scores against, repeatable
   --advert-interval DUR    how often to advertise (default 5s)
   --max-jobs N             jobs (k samples of one task each) run at once (default 2)
-  --unconfined             score candidates WITHOUT the sandbox: trusted input only`;
+  --unconfined             score candidates WITHOUT the sandbox: trusted input only
+  --pause-on-battery       take no new jobs while the machine runs on battery (a laptop's manners;
+                           running jobs finish); --no-pause-on-battery turns it off
+  --max-load L             take no new jobs while the 1-minute load average is above L (resumes
+                           below 0.75 L; vtnode's own scoring counts too); off turns it off`;
 
 export function dataDirFrom(values: { 'data-dir'?: string }): DataDir {
   return new DataDir(resolveDataDir(values['data-dir']));
@@ -60,6 +67,9 @@ export function mergeConfig(
     'advert-interval'?: string;
     'max-jobs'?: string;
     unconfined?: boolean;
+    'pause-on-battery'?: boolean;
+    'no-pause-on-battery'?: boolean;
+    'max-load'?: string;
   },
 ): NodeConfig {
   const config = { ...saved };
@@ -90,5 +100,18 @@ export function mergeConfig(
     config.maxJobs = n;
   }
   if (values.unconfined !== undefined) config.unconfined = values.unconfined;
+  if (values['pause-on-battery'] && values['no-pause-on-battery'])
+    throw new CliError('--pause-on-battery and --no-pause-on-battery: pick one', 2);
+  if (values['pause-on-battery']) config.pauseOnBattery = true;
+  if (values['no-pause-on-battery']) config.pauseOnBattery = false;
+  if (values['max-load'] !== undefined) config.maxLoad = maxLoad(values['max-load']);
   return config;
+}
+
+function maxLoad(text: string): number | null {
+  if (text === 'off') return null;
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 10_000)
+    throw new CliError(`--max-load ${text}: expected a load average such as 6, or off`, 2);
+  return n;
 }

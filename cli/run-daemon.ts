@@ -23,12 +23,14 @@ export async function runDaemonForeground(
     config,
     models: createModelService({ urls: config.modelServers, autodetect: config.modelServers.length === 0 }),
     signal: abort.signal,
+    ...guestInterval(),
     ...extra,
   });
   process.stderr.write(
     `vtnode ${daemon.peerId} is in fleet "${fleet.fleet}"\n` +
       `  listening on ${daemon.addrs().join('\n               ')}\n` +
       `  data dir ${dataDir.root}\n` +
+      guestLine(config) +
       '  `vtnode status` shows the fleet; Ctrl-C or `vtnode leave` stops this node.\n',
   );
   await daemon.stopped;
@@ -38,4 +40,18 @@ export async function runDaemonForeground(
   if (failure) throw new CliError(failure.message);
   process.stderr.write('vtnode stopped\n');
   return 0;
+}
+
+function guestLine(config: NodeConfig): string {
+  const rules = [
+    config.pauseOnBattery && 'on battery',
+    config.maxLoad !== null && `while the load is above ${config.maxLoad}`,
+  ].filter(Boolean);
+  return rules.length > 0 ? `  takes no new jobs ${rules.join(' or ')}\n` : '';
+}
+
+/** VTNODE_GUEST_INTERVAL_MS: how often a guest checks power and load (tests shorten the 10 s default). */
+function guestInterval(): Pick<DaemonOptions, 'guestIntervalMs'> {
+  const ms = Number(process.env['VTNODE_GUEST_INTERVAL_MS']);
+  return Number.isInteger(ms) && ms >= 50 ? { guestIntervalMs: ms } : {};
 }

@@ -13,6 +13,8 @@ import { digestSigner } from './digests/signature.ts';
 import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
 import type { Host } from './fleet/host.ts';
+import { createGuestGate, type GuestGate } from './guest/gate.ts';
+import { type PowerSource, platformPowerSource } from './guest/power.ts';
 import { logger } from './logger.ts';
 import { controlBody, RevokeRequest, RotateRequest, revoke, rotate } from './membership/admin.ts';
 import { startMemberHost } from './membership/member-host.ts';
@@ -44,6 +46,10 @@ export interface DaemonOptions {
   wrapScorer?: (scorer: Scorer) => Scorer;
   /** Time a connected peer has to show a valid membership certificate before it is disconnected, ms. */
   graceMs?: number;
+  /** The machine's power state for `pauseOnBattery` (default: this platform's). */
+  power?: PowerSource;
+  /** Time between a guest's power and load checks, ms (default 10 s; VTNODE_GUEST_INTERVAL_MS in tests). */
+  guestIntervalMs?: number;
 }
 
 export interface Daemon {
@@ -173,6 +179,9 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
   const roleStops: (() => Promise<void>)[] = [];
   // Set once the worker role is up (after the fleet, so the node appears at once).
   let worker: WorkerRole | null = null;
+  // A guest's manners: pauses the worker on battery or under load (config.pauseOnBattery, maxLoad).
+  let guest: GuestGate | null = null;
+  let acceptedAtPause: number | null = null;
   const describe = (): AdvertBody => {
     const mem = memory();
     return {
@@ -182,6 +191,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       models: options.models?.models() ?? [],
       memory: { total: mem.total, free: mem.free, reserved: 0 },
       load: worker?.load() ?? { queued: 0, running: 0, capacity: 0 },
+      ...(worker && guest?.paused() ? { paused: guest.paused()! } : {}),
       warm: options.models?.warm.entries() ?? [],
       workspaces: [...workspaces.keys()],
       sandbox: worker?.sandbox() ??
@@ -222,8 +232,23 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
   touchFleet = () => fleetMembership.touch();
   // Every node relays digests (gossipsub needs the topic subscribed); workers publish theirs.
   const digests = createDigestGossip({ host, fleetId: fleet.fleet, members: membership });
+  guest = options.models
+    ? createGuestGate({
+        policy: { pauseOnBattery: config.pauseOnBattery, maxLoad: config.maxLoad },
+        power: options.power ?? platformPowerSource(),
+        ...(options.guestIntervalMs ? { intervalMs: options.guestIntervalMs } : {}),
+        log: logger('vtnode:guest'),
+        onChange: () => {
+          acceptedAtPause = guest?.paused() ? (worker?.executor.accepted() ?? 0) : null;
+          fleetMembership.touch();
+        },
+      })
+    : null;
+  undo.push(() => guest?.stop());
+  await guest?.start();
   worker = options.models
     ? await startWorkerRole({
+        paused: () => guest?.paused() ?? null,
         onSample: (s) => void digests.publish(digestOf(s)),
         host,
         peerId,
@@ -267,6 +292,16 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       self: peerId,
       nodes: fleetMembership.view.nodes().map((n) => nodeStatus(n, now)),
       ...(worker?.storageBlocked() ? { storage: worker.storageBlocked()! } : {}),
+      ...(worker && guest
+        ? {
+            guest: {
+              paused: guest.paused(),
+              since: guest.since(),
+              accepted: worker.executor.accepted(),
+              acceptedAtPause,
+            },
+          }
+        : {}),
       ...Object.fromEntries([...extraRoles].map(([role, section]) => [role, section()])),
     };
   };
@@ -288,6 +323,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       for (const f of fetchServers) await f.stop();
       await Promise.all(roleStops.map((f) => f()));
       digests.stop();
+      guest?.stop();
       await worker?.stop();
       await fleetMembership.stop();
       // Let the leaving advert reach the mesh before the connections close.

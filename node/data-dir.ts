@@ -53,6 +53,10 @@ export const NodeConfig = z.object({
   unconfined: z.boolean().default(false),
   /** Jobs (k samples of one task each) the node runs at once. */
   maxJobs: z.number().int().min(1).max(64).default(2),
+  /** A guest's manners: take no new jobs while the machine runs on battery. */
+  pauseOnBattery: z.boolean().default(false),
+  /** A guest's manners: take no new jobs while the 1-minute load average is above this; null = no limit. */
+  maxLoad: z.number().positive().max(10_000).nullable().default(null),
 });
 export type NodeConfig = z.infer<typeof NodeConfig>;
 

@@ -7,6 +7,7 @@ import { format } from 'node:util';
  */
 export interface Logger {
   (message: string, ...args: unknown[]): void;
+  info(message: string, ...args: unknown[]): void;
   warn(message: string, ...args: unknown[]): void;
   error(message: string, ...args: unknown[]): void;
   readonly enabled: boolean;
@@ -28,6 +29,7 @@ export function logger(component: string): Logger {
   const log = ((message: string, ...args: unknown[]) => {
     if (enabled) process.stderr.write(line('debug', component, message, args));
   }) as Logger;
+  log.info = (message, ...args) => process.stderr.write(line('info', component, message, args));
   log.warn = (message, ...args) => process.stderr.write(line('warn', component, message, args));
   log.error = (message, ...args) => process.stderr.write(line('error', component, message, args));
   Object.defineProperty(log, 'enabled', { value: enabled });

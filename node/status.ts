@@ -15,6 +15,8 @@ export interface NodeStatus {
   models: AdvertModel[];
   memory: { total: number; free: number; reserved: number };
   load: { queued: number; running: number; capacity: number };
+  /** Present while the node takes no new jobs (a guest on battery or under load): why. */
+  paused?: string;
   warm: number;
   workspaces: string[];
   sandbox: { backend: string; ok: boolean; detail?: string };
@@ -31,6 +33,17 @@ export interface FleetStatus {
   nodes: NodeStatus[];
   /** Present while this node's worker cannot log samples (a full disk, a broken sample log): why. */
   storage?: string;
+  /** This node's guest manners (`--pause-on-battery`, `--max-load`), when it runs a worker. */
+  guest?: {
+    /** Why it takes no new jobs now, or null. */
+    paused: string | null;
+    /** When the current pause began, ms since epoch, or null. */
+    since: number | null;
+    /** Jobs accepted since the node started. */
+    accepted: number;
+    /** Jobs accepted when the current pause began, or null. */
+    acceptedAtPause: number | null;
+  };
   /** Present on a collector node: its dataset, counts and trust per origin (node/collector/node.ts). */
   collector?: {
     dataset: string;
@@ -59,6 +72,7 @@ export function nodeStatus(node: FleetNode, now: number): NodeStatus {
     models: a.models,
     memory: a.memory,
     load: a.load,
+    ...(a.paused ? { paused: a.paused } : {}),
     warm: a.warm.length,
     workspaces: a.workspaces,
     sandbox: a.sandbox,

@@ -75,6 +75,11 @@ export const Advert = z.object({
   memory: z.object({ total: bytes, free: bytes, reserved: bytes }),
   /** Work on the node: jobs queued, running, and how many it can run at once. */
   load: z.object({ queued: count, running: count, capacity: count }),
+  /**
+   * Why the node takes no new jobs now (a guest on battery or under load: capacity is then 0); absent
+   * while it takes jobs. Running jobs go on.
+   */
+  paused: z.string().min(1).max(200).optional(),
   /** Prompts observed warm, newest first, capped. */
   warm: z.array(WarmEntry).max(MAX_ADVERT_WARM),
   /** Content ids of the workspaces the node holds, ready to score against. */

@@ -20,7 +20,7 @@ function cell(node: NodeStatus): string[] {
     node.addrs[0] ?? '-',
     models,
     `${(node.memory.free / GiB).toFixed(1)}/${(node.memory.total / GiB).toFixed(1)} GiB`,
-    `${node.load.running}+${node.load.queued}/${node.load.capacity}`,
+    `${node.load.running}+${node.load.queued}/${node.load.capacity}${node.paused ? ' paused' : ''}`,
     String(node.warm),
     `${node.sandbox.backend}${node.sandbox.ok ? '' : ' (not ok)'}`,
     `${(node.lastSeenMs / 1000).toFixed(1)}s`,
@@ -49,6 +49,8 @@ export function renderStatus(status: FleetStatus): string {
   );
   let out = `fleet "${status.fleet}": ${status.nodes.length} node${status.nodes.length === 1 ? '' : 's'} (* = this node)\n${lines.join('\n')}\n`;
   if (status.storage) out += `\nthis node takes no jobs: ${status.storage}\n`;
+  if (status.guest?.paused)
+    out += `\nthis node takes no new jobs: ${status.guest.paused} (running jobs finish)\n`;
   if (status.collector) {
     const c = status.collector;
     out += `\ncollector: dataset ${c.dataset} (content ${c.contentDigest.slice(0, 19)}…)\n`;

@@ -48,6 +48,11 @@ export interface JobExecutorOptions {
   storage?: StorageHealth;
   /** Jobs run at once; more are refused as `full`. */
   maxJobs: number;
+  /**
+   * Why the node takes no new jobs now (a guest on battery or under load), or null (default: never):
+   * new jobs are refused as `full` and no capacity is advertised; running jobs go on.
+   */
+  paused?: () => string | null;
   /** Candidates scored at once across all jobs (scoring is CPU-bound). */
   maxScoring?: number;
   /** Called when the number of running jobs changes (the advert's load). */
@@ -61,6 +66,8 @@ export interface JobExecutor {
   /** A job stream to this node's own executor (a node runs jobs on itself without dialling). */
   local(): Framed<WorkerMessage, SubmitterMessage>;
   load(): { queued: number; running: number; capacity: number };
+  /** Jobs accepted (started) since the executor started. */
+  accepted(): number;
   /** Aborts running jobs (their submitters re-place the rest) and stops accepting new ones. */
   stop(): Promise<void>;
 }
@@ -106,6 +113,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
   const scoring = limiter(options.maxScoring ?? 2);
   const running = new Map<string, Running>();
   let stopped = false;
+  let accepted = 0;
 
   function refuse(wire: Wire, jobId: string, reason: RefusalReason, message: string): Promise<void> {
     log('refusing job %s: %s (%s)', jobId, reason, message);
@@ -119,6 +127,8 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     if (stopped) return ['full', 'the node is shutting down'];
     const blocked = options.storage?.blocked();
     if (blocked) return ['full', `${blocked}: this node takes no jobs until that is fixed`];
+    const paused = options.paused?.();
+    if (paused) return ['full', `paused (${paused}): this node takes no new jobs until that is over`];
     if (!options.scorer) return ['sandbox-unavailable', 'this node has no working sandbox'];
     if (!options.workspaces.has(job.task.workspace.id)) {
       return ['workspace-missing', `this node does not hold workspace ${job.task.workspace.id}`];
@@ -328,6 +338,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
 
   /** Starts a job: its work runs whatever happens to the streams attached to it. */
   function startRun(job: JobRequest, submitter: string): Running {
+    accepted += 1;
     const abort = new AbortController();
     const run = createJobRun({
       job,
@@ -468,12 +479,14 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       return submitterSide;
     },
     load() {
-      const capacity = options.scorer && !options.storage?.blocked() ? options.maxJobs : 0;
+      const capacity =
+        options.scorer && !options.storage?.blocked() && !options.paused?.() ? options.maxJobs : 0;
       return jobLoad(
         [...running.values()].map((r) => r.activity),
         capacity,
       );
     },
+    accepted: () => accepted,
     async stop() {
       stopped = true;
       for (const entry of running.values()) entry.abort.abort(new Error('shutdown'));

@@ -31,6 +31,8 @@ export interface WorkerRoleOptions {
   unconfined: boolean;
   /** Jobs run at once. */
   maxJobs: number;
+  /** Why the node takes no new jobs now (a guest's manners), or null; running jobs go on. */
+  paused?: () => string | null;
   /** Called when the advertised sandbox status or load (a full disk included) changes. */
   onChange: () => void;
   /** Called after each sample is durable. */
@@ -72,6 +74,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     sampleLog,
     storage,
     maxJobs: options.maxJobs,
+    ...(options.paused ? { paused: options.paused } : {}),
     maxScoring: Math.max(1, Math.floor(cpus().length / 2)),
     onLoadChange: options.onChange,
     ...(options.onSample ? { onSample: options.onSample } : {}),

@@ -39,19 +39,27 @@ export function startNode(box: Sandbox, dataDir: string, extra: string[] = []): 
   return { dataDir, proc };
 }
 
-export async function joinNode(box: Sandbox, token: string, extra: string[] = []): Promise<TestNode> {
+export async function joinNode(
+  box: Sandbox,
+  token: string,
+  extra: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<TestNode> {
   const dataDir = await box.tempDir('vt-node-');
-  const proc = box.spawn([
-    'join',
-    token,
-    '--data-dir',
-    dataDir,
-    '--listen',
-    '/ip4/127.0.0.1/tcp/0',
-    '--advert-interval',
-    INTERVAL,
-    ...extra,
-  ]);
+  const proc = box.spawn(
+    [
+      'join',
+      token,
+      '--data-dir',
+      dataDir,
+      '--listen',
+      '/ip4/127.0.0.1/tcp/0',
+      '--advert-interval',
+      INTERVAL,
+      ...extra,
+    ],
+    env,
+  );
   return { dataDir, proc };
 }
 
