@@ -46,8 +46,16 @@ function guestLine(config: NodeConfig): string {
   const rules = [
     config.pauseOnBattery && 'on battery',
     config.maxLoad !== null && `while the load is above ${config.maxLoad}`,
+    config.pauseWhileUsedMs !== null &&
+      (process.platform === 'darwin'
+        ? `while the keyboard or mouse was used in the last ${config.pauseWhileUsedMs / 1000} s`
+        : null),
   ].filter(Boolean);
-  return rules.length > 0 ? `  takes no new jobs ${rules.join(' or ')}\n` : '';
+  const unsupported =
+    config.pauseWhileUsedMs !== null && process.platform !== 'darwin'
+      ? '  --pause-while-used works on macOS only: ignored here\n'
+      : '';
+  return (rules.length > 0 ? `  takes no new jobs ${rules.join(' or ')}\n` : '') + unsupported;
 }
 
 /** VTNODE_GUEST_INTERVAL_MS: how often a guest checks power and load (tests shorten the 10 s default). */

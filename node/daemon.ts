@@ -14,7 +14,7 @@ import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
 import type { Host } from './fleet/host.ts';
 import { createGuestGate, type GuestGate } from './guest/gate.ts';
-import { type PowerSource, platformPowerSource } from './guest/power.ts';
+import { type PowerSource, platformIdleSource, platformPowerSource } from './guest/power.ts';
 import { logger } from './logger.ts';
 import { controlBody, RevokeRequest, RotateRequest, revoke, rotate } from './membership/admin.ts';
 import { startMemberHost } from './membership/member-host.ts';
@@ -234,8 +234,13 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
   const digests = createDigestGossip({ host, fleetId: fleet.fleet, members: membership });
   guest = options.models
     ? createGuestGate({
-        policy: { pauseOnBattery: config.pauseOnBattery, maxLoad: config.maxLoad },
+        policy: {
+          pauseOnBattery: config.pauseOnBattery,
+          maxLoad: config.maxLoad,
+          pauseWhileUsedMs: config.pauseWhileUsedMs,
+        },
         power: options.power ?? platformPowerSource(),
+        idle: platformIdleSource(),
         ...(options.guestIntervalMs ? { intervalMs: options.guestIntervalMs } : {}),
         log: logger('vtnode:guest'),
         onChange: () => {
