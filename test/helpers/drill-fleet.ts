@@ -204,7 +204,10 @@ export class DrillFleet {
   /** Starts `vtnode run` of a campaign on the submitter (a process: the drill acts while it runs). */
   runCampaign(f: Fleet, tasksFile: string, campaign: string, k: number, extra: string[] = []): Proc {
     const args = ['run', '--data-dir', f.dirs[SUBMITTER]!, '--tasks', tasksFile, '--model', MODEL];
-    args.push('--split', 'all', '-k', String(k), '--campaign', campaign, '--json', ...extra);
+    // One seed for every campaign of a drill: the drilled dataset is compared with the reference run's
+    // sample by sample, and sample ids depend on the seed (each campaign would get its own otherwise).
+    const seed = extra.includes('--seed') ? [] : ['--seed', '1'];
+    args.push('--split', 'all', '-k', String(k), '--campaign', campaign, '--json', ...seed, ...extra);
     return this.o.box.spawn(args, { VTNODE_DEBUG: '' }, this.o.net.exec(SUBMITTER));
   }
 
