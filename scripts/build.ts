@@ -1,10 +1,10 @@
 // `npm run build`: bundles the binaries (and pages) of scripts/bundle-plan.ts into dist/ with esbuild.
-//   node scripts/build.ts [--out-root DIR] [--no-minify]
-import { readFile, rm } from 'node:fs/promises';
+//   node scripts/build.ts [--out-root DIR] [--no-minify] [--metafile FILE]
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { build, type Plugin } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
 import {
   type BundleEntry,
   ENTRIES,
@@ -54,11 +54,11 @@ function lazyTypescript(root: string): Plugin {
 const NODE_BANNER =
   "import { createRequire as __vtnodeCreateRequire } from 'node:module'; const require = __vtnodeCreateRequire(import.meta.url);";
 
-async function buildNode(entries: BundleEntry[], outRoot: string, minify: boolean): Promise<void> {
+async function buildNode(entries: BundleEntry[], outRoot: string, minify: boolean): Promise<Metafile> {
   const outdir = join(outRoot, 'dist');
   for (const e of entries)
     if (dirname(e.out) !== 'dist') throw new Error(`${e.out}: node entries are written directly in dist/`);
-  await build({
+  const result = await build({
     absWorkingDir: REPO,
     entryPoints: entries.map((e) => ({ in: e.in, out: e.out.slice('dist/'.length).replace(/\.js$/, '') })),
     outdir,
@@ -75,7 +75,9 @@ async function buildNode(entries: BundleEntry[], outRoot: string, minify: boolea
     plugins: [lazyTypescript(REPO), sourceUrls(REPO)],
     logLevel: 'warning',
     legalComments: 'linked',
+    metafile: true,
   });
+  return result.metafile;
 }
 
 async function buildBrowser(entry: BundleEntry, outRoot: string, minify: boolean): Promise<void> {
@@ -101,23 +103,34 @@ export async function buildAll(options: {
   outRoot: string;
   /** Minify the output (the package does; `--no-minify` for reading it). */
   minify: boolean;
+  /** Where to write esbuild's metafile of the node bundle (which sources each chunk holds), if anywhere. */
+  metafile?: string;
 }): Promise<void> {
   await rm(join(options.outRoot, 'dist'), { recursive: true, force: true });
-  await buildNode(
+  const meta = await buildNode(
     ENTRIES.filter((e) => e.platform === 'node'),
     options.outRoot,
     options.minify,
   );
+  if (options.metafile) await writeFile(options.metafile, JSON.stringify(meta));
   for (const e of ENTRIES.filter((e) => e.platform === 'browser'))
     await buildBrowser(e, options.outRoot, options.minify);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
-    options: { 'out-root': { type: 'string' }, 'no-minify': { type: 'boolean' } },
+    options: {
+      'out-root': { type: 'string' },
+      'no-minify': { type: 'boolean' },
+      metafile: { type: 'string' },
+    },
     strict: true,
   });
   const started = performance.now();
-  await buildAll({ outRoot: values['out-root'] ?? REPO, minify: !values['no-minify'] });
+  await buildAll({
+    outRoot: values['out-root'] ?? REPO,
+    minify: !values['no-minify'],
+    ...(values.metafile ? { metafile: values.metafile } : {}),
+  });
   process.stderr.write(`built dist/ in ${Math.round(performance.now() - started)} ms\n`);
 }
