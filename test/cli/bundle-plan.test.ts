@@ -36,6 +36,7 @@ describe('mapImportMetaUrl', () => {
     const src = [
       '// import.meta.url in a comment',
       "const s = 'import.meta.url';",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text of a template literal
       'const t = `__vtJoin(__vtDirname(__vtPath(import.meta.url)), ${name})`;',
       '/* import.meta.url */ const u = import.meta.url;',
     ].join('\n');
