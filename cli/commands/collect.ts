@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
-import { startCollectorNode } from '../../node/collector/node.ts';
 import { openDatasetStore } from '../../node/collector/store.ts';
-import { startDaemon } from '../../node/daemon.ts';
+import type { startDaemon } from '../../node/daemon.ts';
 import { workspaceId } from '../../node/workspace/content-id.ts';
 import { parseDuration } from '../../protocol/token.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
@@ -90,6 +89,9 @@ export const command: Command = {
 
     // The dataset opens before the node listens: a corrupt index refuses the start at once.
     const store = openDatasetStore(resolve(values.out));
+    // The node's modules (libp2p, gossipsub) load only when it starts: `collect --help` stays light.
+    const { startDaemon } = await import('../../node/daemon.ts');
+    const { startCollectorNode } = await import('../../node/collector/node.ts');
     let daemon: Awaited<ReturnType<typeof startDaemon>>;
     try {
       daemon = await startDaemon({ dataDir, fleet, config });

@@ -2,7 +2,6 @@ import type { DataDir, FleetFile, NodeConfig } from '../../node/data-dir.ts';
 import { decodeToken, type TokenBody, TokenError } from '../../protocol/token.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
-import { runDaemonForeground } from '../run-daemon.ts';
 
 const usage = `Usage: vtnode join TOKEN [node options]
 
@@ -69,6 +68,8 @@ export const command: Command = {
   usage,
   async run(argv) {
     const { dataDir, fleet, config } = await prepareJoin(argv);
+    // The node's modules (libp2p, gossipsub, openai) load only when it starts: `--help` stays light.
+    const { runDaemonForeground } = await import('../run-daemon.ts');
     return runDaemonForeground(dataDir, fleet, config);
   },
 };

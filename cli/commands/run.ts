@@ -6,8 +6,7 @@ import {
   DaemonBusyError,
   NoDaemonError,
 } from '../../node/control/client.ts';
-import { startDaemon } from '../../node/daemon.ts';
-import { createModelService } from '../../node/models/service.ts';
+import type { startDaemon } from '../../node/daemon.ts';
 import type { CampaignStartRequest, CampaignStatus, StartResponse } from '../../node/submitter/service.ts';
 import { parseDuration } from '../../protocol/token.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
@@ -255,6 +254,9 @@ export const command: Command = {
       const { refuseUnreadyWorkspace } = await import('../scorer.ts');
       for (const dir of config.workspaces) refuseUnreadyWorkspace(dir);
       process.stderr.write('no daemon running for this data dir: starting this node for the campaign\n');
+      // Loaded only here: against a running daemon, `run` never loads libp2p or the model clients.
+      const { startDaemon } = await import('../../node/daemon.ts');
+      const { createModelService } = await import('../../node/models/service.ts');
       ownDaemon = await startDaemon({
         dataDir,
         fleet,

@@ -1,6 +1,5 @@
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
-import { runDaemonForeground } from '../run-daemon.ts';
 
 const usage = `Usage: vtnode start [node options]
 
@@ -23,6 +22,8 @@ export const command: Command = {
     }
     const config = mergeConfig(await dataDir.readConfig(), values);
     await dataDir.writeConfig(config);
+    // The node's modules (libp2p, gossipsub, openai) load only when it starts: `--help` stays light.
+    const { runDaemonForeground } = await import('../run-daemon.ts');
     return runDaemonForeground(dataDir, fleet, config);
   },
 };

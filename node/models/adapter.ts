@@ -1,4 +1,4 @@
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
 import { z } from 'zod';
 import { fingerprint } from '../../protocol/canonical.ts';
 import { type ExtractResult, extractCodeBlock } from '../../protocol/extract.ts';
@@ -10,6 +10,11 @@ import { describeFetchError } from './http.ts';
 import type { ServerBehaviour } from './probe.ts';
 import { createSemaphore } from './semaphore.ts';
 import { classifyWarm, type WarmObservation, type WarmSet } from './warm.ts';
+
+type OpenAISdk = typeof import('openai');
+let openaiSdk: Promise<OpenAISdk> | undefined;
+/** The openai SDK, loaded at the first request: an idle node (no campaign yet) does not hold its code. */
+const loadOpenAI = (): Promise<OpenAISdk> => (openaiSdk ??= import('openai'));
 
 const log = logger('vtnode:models:adapter');
 
@@ -276,13 +281,18 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       retryable: false,
       ...(cause ? { cause } : {}),
     });
-  const client = new OpenAI({
-    baseURL: `${url}/v1`,
-    apiKey: options.apiKey ?? 'sk-no-key-required',
-    maxRetries: 0,
-    timeout: requestTimeoutMs + 5_000,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-  });
+  let client: OpenAI | null = null;
+  const openClient = async (): Promise<OpenAI> => {
+    const { default: OpenAIClient } = await loadOpenAI();
+    client ??= new OpenAIClient({
+      baseURL: `${url}/v1`,
+      apiKey: options.apiKey ?? 'sk-no-key-required',
+      maxRetries: 0,
+      timeout: requestTimeoutMs + 5_000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+    return client;
+  };
 
   const wrapParse = (err: unknown): never => {
     if (err instanceof ParseError)
@@ -311,6 +321,8 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       ...(req.sampling.topP !== undefined ? { top_p: req.sampling.topP } : {}),
       ...(n > 1 ? { n } : {}),
     };
+    const client = await openClient();
+    const { APIConnectionError, APIError, APIUserAbortError } = await loadOpenAI();
     const started = performance.now();
     try {
       if (!stream || n > 1) {
