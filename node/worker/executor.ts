@@ -13,6 +13,7 @@ import {
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
+import { limiter } from '../async/semaphore.ts';
 import { logger } from '../logger.ts';
 import type { Sample, SampleOutcome } from '../models/adapter.ts';
 import type { ModelService } from '../models/service.ts';
@@ -75,22 +76,6 @@ interface Running {
   run: JobRun;
   /** Generating, scoring or waiting for a scoring slot: the advert's queued/running split. */
   activity: JobActivity;
-}
-
-/** A small counting semaphore. */
-export function limiter(max: number) {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return async <T>(fn: () => Promise<T>): Promise<T> => {
-    if (active >= max) await new Promise<void>((r) => waiting.push(r));
-    active += 1;
-    try {
-      return await fn();
-    } finally {
-      active -= 1;
-      waiting.shift()?.();
-    }
-  };
 }
 
 /**

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
+import { sleep } from '../../node/async/sleep.ts';
 import {
   createLogServer,
   createSampleServer,
@@ -67,7 +68,7 @@ export async function until<T>(
     const v = check();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 
@@ -124,7 +125,7 @@ export function workerProc(
           throw new Error(`worker ${opts.name}: timed out waiting for ${pattern}\n${out}`);
         if (child.exitCode !== null)
           throw new Error(`worker ${opts.name} exited (${child.exitCode}):\n${out}`);
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
     },
     async kill() {

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sleep } from '../../node/async/sleep.ts';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(REPO, 'bin', 'vtnode.js');
@@ -102,7 +103,7 @@ export class Sandbox {
           if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; output:\n${out}`);
           if (child.exitCode !== null)
             throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
-          await new Promise((r) => setTimeout(r, 50));
+          await sleep(50);
         }
       },
     };
@@ -114,9 +115,7 @@ export class Sandbox {
     for (const p of this.procs) {
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
     }
-    await Promise.all(
-      this.procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))])),
-    );
+    await Promise.all(this.procs.map((p) => Promise.race([p.exited, sleep(5000)])));
     await Promise.all(this.dirs.map((d) => rm(d, { recursive: true, force: true })));
   }
 }
@@ -136,7 +135,7 @@ export async function eventually<T>(
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
   throw new Error(
     `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
