@@ -45,6 +45,8 @@ export interface DaemonOptions {
   wrapScorer?: (scorer: Scorer) => Scorer;
   /** Time a connected peer has to show a valid membership certificate before it is disconnected, ms. */
   graceMs?: number;
+  /** Info lines per job and per verified sample on stderr (default true; `vtnode run`'s own node: false). */
+  jobLines?: boolean;
 }
 
 export interface Daemon {
@@ -236,6 +238,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
         unconfined: config.unconfined,
         maxJobs: config.maxJobs,
         onChange: () => fleetMembership.touch(),
+        jobLines: options.jobLines ?? true,
         ...(options.wrapScorer ? { wrapScorer: options.wrapScorer } : {}),
       })
     : null;

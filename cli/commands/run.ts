@@ -253,6 +253,8 @@ export const command: Command = {
           urls: config.modelServers,
           autodetect: config.modelServers.length === 0,
         }),
+        // The progress line says what its jobs do; per-job lines would break its redraw.
+        jobLines: false,
       });
       control = await connectControl(dataDir);
       // Give the fleet view a moment to fill from the peers' adverts.

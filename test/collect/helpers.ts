@@ -16,6 +16,7 @@ import { digestSigner } from '../../node/digests/signature.ts';
 import { createHost, type Host } from '../../node/fleet/host.ts';
 import { openSampleLog, type SampleLog } from '../../node/worker/sample-log.ts';
 import { digestTopic } from '../../protocol/topics.ts';
+import { logTextStream } from '../helpers/log-lines.ts';
 
 export const FLEET = 'collect-test';
 
@@ -112,8 +113,12 @@ export function workerProc(
   child.stdout.on('data', (d) => {
     out += d;
   });
+  const stderrText = logTextStream();
   child.stderr.on('data', (d) => {
-    out += d;
+    out += stderrText.push(d);
+  });
+  child.stderr.on('end', () => {
+    out += stderrText.end();
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {

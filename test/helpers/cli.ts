@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sleep } from '../../node/async/sleep.ts';
+import { logText, logTextStream } from './log-lines.ts';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(REPO, 'bin', 'vtnode.js');
@@ -41,7 +42,8 @@ export function vtnode(
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      // Log lines (pino JSON) as text, so assertions read messages; `logRecords` parses the raw form.
+      resolve({ code, stdout, stderr: logText(stderr) });
     });
   });
 }
@@ -89,8 +91,13 @@ export class Sandbox {
     child.stdout!.on('data', (d) => {
       out += d;
     });
+    // Log lines (pino JSON) as text (`TIME LEVEL COMPONENT: MESSAGE`), so patterns match messages.
+    const stderrText = logTextStream();
     child.stderr!.on('data', (d) => {
-      out += d;
+      out += stderrText.push(d);
+    });
+    child.stderr!.on('end', () => {
+      out += stderrText.end();
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const proc: Proc = {
