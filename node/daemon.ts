@@ -3,6 +3,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { advertTopic, digestTopic } from '../protocol/topics.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
 import type { Scorer } from '../sandbox/scorer.ts';
+import { sleep } from './async/sleep.ts';
 import { connectControl, NoDaemonError } from './control/client.ts';
 import { startControlServer } from './control/server.ts';
 import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
@@ -50,6 +51,8 @@ export interface DaemonOptions {
   power?: PowerSource;
   /** Time between a guest's power and load checks, ms (default 10 s; VTNODE_GUEST_INTERVAL_MS in tests). */
   guestIntervalMs?: number;
+  /** Info lines per job and per verified sample on stderr (default true; `vtnode run`'s own node: false). */
+  jobLines?: boolean;
 }
 
 export interface Daemon {
@@ -265,6 +268,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
         unconfined: config.unconfined,
         maxJobs: config.maxJobs,
         onChange: () => fleetMembership.touch(),
+        jobLines: options.jobLines ?? true,
         ...(options.wrapScorer ? { wrapScorer: options.wrapScorer } : {}),
       })
     : null;
@@ -332,7 +336,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       await worker?.stop();
       await fleetMembership.stop();
       // Let the leaving advert reach the mesh before the connections close.
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       await membership.stop();
       const latest = await dataDir.readState();
       latest.peers = fleetMembership.knownPeers();

@@ -5,6 +5,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sleep } from '../../node/async/sleep.ts';
 import { connectControl } from '../../node/control/client.ts';
 import { DataDir } from '../../node/data-dir.ts';
 import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
@@ -180,7 +181,7 @@ export const command: Command = {
           .catch(() => null);
         if (st && st.nodes.length === n && st.nodes.every((x) => x.models.length > 0 && x.sandbox.ok)) break;
         if (Date.now() > deadline) throw new CliError('the demo fleet did not come up within 90 s');
-        await new Promise((r) => setTimeout(r, 500));
+        await sleep(500);
       }
       await vt(['status', '--data-dir', dirs[0]!]);
 
@@ -219,7 +220,7 @@ export const command: Command = {
         if (st && st.stats.samples >= scored && st.stats.pending === 0) break;
         if (Date.now() > until)
           throw new CliError('the collector did not gather every sample within 3 minutes');
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000);
       }
       await vt(['status', '--data-dir', collectorDir]);
 

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
+import { pause, sleep } from '../../node/async/sleep.ts';
 import {
   type ControlClient,
   connectControl,
@@ -143,22 +144,12 @@ export async function pollStatus(
         if (Date.now() - since >= budget) throw err;
       } else if (++failures >= 5) throw err;
       options.onRetry?.(err as Error);
-      await sleep(
+      await pause(
         Math.min(5000, (options.firstDelayMs ?? 500) * 2 ** Math.min(attempt - 1, 4)),
         options.signal,
       );
     }
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }
 
 /** pollStatus for the CLI: retries are said on stderr; a daemon that died says how to resume. */
@@ -265,10 +256,12 @@ export const command: Command = {
           urls: config.modelServers,
           autodetect: config.modelServers.length === 0,
         }),
+        // The progress line says what its jobs do; per-job lines would break its redraw.
+        jobLines: false,
       });
       control = await connectControl(dataDir);
       // Give the fleet view a moment to fill from the peers' adverts.
-      await new Promise((r) => setTimeout(r, Math.min(3 * config.advertIntervalMs, 6000)));
+      await sleep(Math.min(3 * config.advertIntervalMs, 6000));
     }
 
     try {
@@ -328,7 +321,7 @@ export const command: Command = {
             );
             return 0;
           }
-          await new Promise((r) => setTimeout(r, 500));
+          await sleep(500);
         }
       } finally {
         process.removeListener('SIGINT', onSigint);

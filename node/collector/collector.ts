@@ -6,6 +6,7 @@ import { sampleId } from '../../protocol/job.ts';
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
+import { sleep } from '../async/sleep.ts';
 import { fetchBodies, fetchDigests, fetchOrigins } from '../digests/servers.ts';
 import { checkRelayed } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
@@ -510,7 +511,7 @@ export function createCollector(options: CollectorOptions): Collector {
       for (;;) {
         const waits = [bodies.size() > 0 ? bodies.drained() : null, auditing, catchingUp].filter(Boolean);
         if (flushTimer || queued.size > 0) {
-          await new Promise((r) => setTimeout(r, fetchDelayMs + 5));
+          await sleep(fetchDelayMs + 5);
           continue;
         }
         if (waits.length === 0) return;

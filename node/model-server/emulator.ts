@@ -6,9 +6,10 @@ import { fingerprint } from '../../protocol/canonical.ts';
 import { ParseError, parseWith } from '../../protocol/parse.ts';
 import type { Task } from '../../protocol/task.ts';
 import { VTNODE_VERSION } from '../../protocol/version.ts';
+import { createSemaphore } from '../async/semaphore.ts';
+import { pause } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import { EMULATOR_HEADER, EMULATOR_PATH } from '../models/probe.ts';
-import { createSemaphore } from '../models/semaphore.ts';
 import { createPromptCache } from './lru.ts';
 import { rng } from './random.ts';
 import { type CandidateKind, loadScriptedTasks, type ScriptMode, scriptCandidate } from './script.ts';
@@ -177,19 +178,6 @@ function emptyStats(): EmulatorStats {
     maxRunning: 0,
     candidates: { reference: 0, mutant: 0, garbage: 0, truncate: 0, 'unknown-prompt': 0 },
   };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 /**
@@ -459,7 +447,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
         let done: (() => void) | null = null;
         try {
           done = await engine.acquire(gone.signal);
-          await sleep(prefillMs, gone.signal);
+          await pause(prefillMs, gone.signal);
         } catch {
           return;
         } finally {
@@ -529,7 +517,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
       });
 
       if (!streaming) {
-        await sleep(decodeMs, gone.signal);
+        await pause(decodeMs, gone.signal);
         if (gone.signal.aborted) return;
         stats.completionTokens += completionTokens;
         stats.completed++;
@@ -560,7 +548,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
         const text = choices[0]!.text;
         const size = Math.ceil(text.length / pieces);
         for (let p = 0; p < pieces; p++) {
-          await sleep(decodeMs / pieces, gone.signal);
+          await pause(decodeMs / pieces, gone.signal);
           if (gone.signal.aborted) return;
           const part = text.slice(p * size, (p + 1) * size);
           if (part) res.write(`${JSON.stringify(nativeLine(part, false))}\n`);
@@ -573,7 +561,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
       for (const [index] of choices.entries())
         chunk({ choices: [{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
       for (let p = 0; p < pieces; p++) {
-        await sleep(decodeMs / pieces, gone.signal);
+        await pause(decodeMs / pieces, gone.signal);
         if (gone.signal.aborted) return;
         for (const [index, c] of choices.entries()) {
           const size = Math.ceil(c.text.length / pieces);

@@ -4,11 +4,12 @@ import { fingerprint } from '../../protocol/canonical.ts';
 import { type ExtractResult, extractCodeBlock } from '../../protocol/extract.ts';
 import { ParseError, parseWith } from '../../protocol/parse.ts';
 import type { ChatMessage } from '../../protocol/task.ts';
+import { createSemaphore } from '../async/semaphore.ts';
+import { sleep } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import { AbortedError, ModelServerError, QueueFullError } from './errors.ts';
 import { describeFetchError } from './http.ts';
 import type { ServerBehaviour } from './probe.ts';
-import { createSemaphore } from './semaphore.ts';
 import { classifyWarm, type WarmObservation, type WarmSet } from './warm.ts';
 
 type OpenAISdk = typeof import('openai');
@@ -208,21 +209,6 @@ interface Response {
 }
 
 const CHAT_PATH = '/v1/chat/completions';
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new AbortedError());
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(new AbortedError());
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** A push-based async iterator: producers push outcomes, the consumer awaits them in arrival order. */
 function channel<T>() {

@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { sleep } from '../../node/async/sleep.ts';
 import type { EmulatorStats, FaultsInput } from '../../node/model-server/emulator.ts';
 import type { FleetStatus } from '../../node/status.ts';
 import { LEDGER, MODEL, type RunJson } from './campaign.ts';
@@ -68,7 +69,7 @@ export async function poll<T>(
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, pauseMs));
+    await sleep(pauseMs);
   }
   throw new Error(
     `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
