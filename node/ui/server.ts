@@ -101,9 +101,10 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
   }, options.heartbeatMs ?? 15_000);
 
   async function events(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // A full snapshot on connect: the one every client has, or a fresh one (built before this client
-    // joins the broadcast list, so it is not sent twice).
-    if (!last) await refresh();
+    // A full snapshot on connect: the one every client has, or, when no page was connected (nothing
+    // refreshed it meanwhile), a fresh one. Built before this client joins the broadcast list, so it
+    // is not sent twice.
+    if (!last || clients.size === 0) await refresh();
     if (res.destroyed) return;
     if (clients.size >= maxClients) return send(res, 503, 'text/plain', 'too many open event streams\n');
     res.writeHead(200, {

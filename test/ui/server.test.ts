@@ -181,6 +181,20 @@ describe('the web view server on loopback', () => {
     expect(server.clients()).toBe(0);
   });
 
+  it('a page that connects after everyone left gets the state now, not the last one sent', async () => {
+    const { server, state } = await serve({ intervalMs: 60_000 });
+    const a = events(server.port);
+    await a.until(() => a.seen.length >= 1);
+    a.close();
+    const deadline = Date.now() + 5000;
+    while (server.clients() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    state.scored = 7;
+    const b = events(server.port);
+    await b.until(() => b.seen.length >= 1);
+    expect(parseSnapshot(b.seen[0]!.data, 'event').campaigns[0]!.scored).toBe(7);
+    b.close();
+  });
+
   it('refuses event streams beyond maxClients', async () => {
     const { server } = await serve({ maxClients: 1 });
     const a = events(server.port);
