@@ -212,7 +212,7 @@ function Dataset({ d }: { d: UiDataset }) {
         </thead>
         <tbody>
           {d.models.map((m) => (
-            <tr key={m.model}>
+            <tr key={m.model} data-testid="model" data-model={m.model} data-samples={m.samples}>
               <td>{m.model}</td>
               <td class="num">{m.tasks}</td>
               <td class="num">{m.samples}</td>
@@ -276,4 +276,8 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+// The server's page holds a placeholder until the script runs: render replaces it (preact would keep
+// DOM it did not create beside its own).
+const root = document.getElementById('app')!;
+root.replaceChildren();
+render(<App />, root);
