@@ -20,11 +20,12 @@ import { logger } from './logger.ts';
 import { controlBody, RevokeRequest, RotateRequest, revoke, rotate } from './membership/admin.ts';
 import { startMemberHost } from './membership/member-host.ts';
 import { DEFAULT_GRACE_MS, type MembershipService } from './membership/service.ts';
+import { metrics } from './metrics.ts';
 import type { ModelService } from './models/service.ts';
 import { DEFAULT_PORT, portFree, withoutPeerId } from './net.ts';
 import { type FleetStatus, nodeStatus } from './status.ts';
 import { CAMPAIGN_DB, openCampaignStore } from './submitter/campaign-store.ts';
-import { createCampaignService } from './submitter/service.ts';
+import { type CampaignStatus, createCampaignService } from './submitter/service.ts';
 import { memory } from './system.ts';
 import { createOffenceLedger } from './wire/offences.ts';
 import { guardStreams } from './wire/streams.ts';
@@ -75,6 +76,8 @@ export interface Daemon {
   /** Dialable addresses with /p2p/<peer id>. */
   addrs(): string[];
   status(): FleetStatus;
+  /** The newest campaigns this node submitted (at most `limit`, default 8), newest first. */
+  campaigns(limit?: number): CampaignStatus[];
   /** Publishes a leaving advert, then stops everything. */
   stop(): Promise<void>;
   /** Resolves once the daemon has stopped. */
@@ -290,6 +293,11 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       return worker.executor.local();
     },
   });
+  if (worker) {
+    const running = worker;
+    metrics().setLoadSource(() => running.load());
+    undo.push(() => metrics().setLoadSource(null));
+  }
   const unsubscribeModels = options.models?.onChange(() => fleetMembership.touch());
   const onWarm = () => fleetMembership.touch();
   options.models?.warm.addEventListener('change', onWarm);
@@ -325,6 +333,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     stopping ??= (async () => {
       log('stopping');
       unsubscribeModels?.();
+      metrics().setLoadSource(null);
       options.models?.warm.removeEventListener('change', onWarm);
       if (saving) clearTimeout(saving);
       await campaigns.stop();
@@ -400,6 +409,11 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     addrs: () => addrs().map((a) => `${a}/p2p/${peerId}`),
     membership,
     status,
+    campaigns: (limit = 8) =>
+      campaignStore
+        .list()
+        .slice(0, limit)
+        .map((c) => campaigns.status({ name: c.name })),
     stop,
     stopped,
     failure: () => failure,

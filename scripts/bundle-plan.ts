@@ -18,6 +18,8 @@ export interface BundleEntry {
  */
 export const ENTRIES: readonly BundleEntry[] = [
   { in: 'cli/main.ts', out: 'dist/vtnode.js', platform: 'node' },
+  // The web view's page (node/ui/assets.ts serves dist/ui/app.js beside the program when it exists).
+  { in: 'node/ui/web/main.tsx', out: 'dist/ui/app.js', platform: 'browser' },
 ];
 
 /**

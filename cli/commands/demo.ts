@@ -19,7 +19,7 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = join(REPO, 'bin', 'vtnode.js');
 const CORPUS = join(REPO, 'examples', 'ledger');
 
-const usage = `Usage: vtnode demo [--nodes 3] [-k 2] [--dir DIR]
+const usage = `Usage: vtnode demo [--nodes 3] [-k 2] [--dir DIR] [--no-ui]
 
 The whole pipeline on this machine, on embedded defaults: mines the example corpus
 (examples/ledger), calibrates the tasks in the sandbox, starts a fleet of N nodes (separate
@@ -31,7 +31,9 @@ Prints where everything was written.
 
   --nodes N     fleet size (default 3)
   -k N          samples per task (default 2)
-  --dir DIR     where to work (default a new temp dir)`;
+  --dir DIR     where to work (default a new temp dir)
+  --no-ui       no web view (by default the first node and the collector serve one on loopback,
+                and their addresses are printed)`;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -99,7 +101,12 @@ export const command: Command = {
   async run(argv) {
     const { values } = parseOptions(
       argv,
-      { nodes: { type: 'string' }, k: { type: 'string', short: 'k' }, dir: { type: 'string' } },
+      {
+        nodes: { type: 'string' },
+        k: { type: 'string', short: 'k' },
+        dir: { type: 'string' },
+        'no-ui': { type: 'boolean' },
+      },
       usage,
     );
     const n = intOption(values.nodes, 'nodes', 3);
@@ -165,7 +172,10 @@ export const command: Command = {
       const token = (
         await capture(['init', '--fleet', 'demo', '--listen', `/ip4/127.0.0.1/tcp/${port}`, ...nodeArgs(0)])
       ).trim();
-      nodes.push(spawn(process.execPath, [BIN, 'start', '--data-dir', dirs[0]!], { stdio: 'ignore' }));
+      // The web view of the first node (the submitter): the fleet and the campaign, live.
+      const ui = values['no-ui'] ? [] : ['--ui', String(await freePort())];
+      nodes.push(spawn(process.execPath, [BIN, 'start', '--data-dir', dirs[0]!, ...ui], { stdio: 'ignore' }));
+      if (ui[1]) process.stderr.write(`   web view: http://127.0.0.1:${ui[1]}/ (fleet and campaign, live)\n`);
       for (let i = 1; i < n; i++) {
         nodes.push(
           spawn(process.execPath, [BIN, 'join', token, '--listen', '/ip4/127.0.0.1/tcp/0', ...nodeArgs(i)], {
@@ -210,6 +220,11 @@ export const command: Command = {
         '/ip4/127.0.0.1/tcp/0',
       ];
       collectArgs.push('--out', dataset, '--tasks', calibrated, '--workspace', CORPUS, ...sandbox);
+      const collectorUi = values['no-ui'] ? null : await freePort();
+      if (collectorUi !== null) {
+        collectArgs.push('--ui', String(collectorUi));
+        process.stderr.write(`   web view: http://127.0.0.1:${collectorUi}/ (the dataset, live)\n`);
+      }
       const collector = spawn(process.execPath, [BIN, ...collectArgs], { stdio: 'ignore' });
       nodes.push(collector);
       const until = Date.now() + 180_000;

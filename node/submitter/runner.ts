@@ -14,6 +14,7 @@ import {
 import type { Task } from '../../protocol/task.ts';
 import { sleep, pause as wait } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
+import { metrics } from '../metrics.ts';
 import type { Framed } from '../wire/framed.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import type { Campaign } from './campaign-store.ts';
@@ -364,6 +365,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       if (!backup) continue;
       backups.set(backup.jobId, job.jobId);
       campaign.placed(backup, now);
+      metrics().placements.inc({ kind: 'hedge' });
       log(
         'job %s on %s silent for %d ms: backup %s → %s',
         job.jobId,
@@ -405,7 +407,9 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       if (!lease) continue;
       placedAny = true;
       campaign.placed(lease, now);
-      log('job %s → %s (%s)', lease.jobId, target, target === p.peerId ? p.reason : 'spill');
+      const kind = target === p.peerId ? p.reason : 'spill';
+      metrics().placements.inc({ kind });
+      log('job %s → %s (%s)', lease.jobId, target, kind);
       void runLease(lease, task);
     }
     if (blocked && !placedAny && book.jobs().length === 0) {

@@ -15,6 +15,7 @@ import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { limiter } from '../async/semaphore.ts';
 import { logger } from '../logger.ts';
+import { metrics, verdictOf } from '../metrics.ts';
 import type { Sample, SampleOutcome } from '../models/adapter.ts';
 import type { ModelService } from '../models/service.ts';
 import type { Framed } from '../wire/framed.ts';
@@ -24,6 +25,12 @@ import { jobAcceptedLine, jobFinishedLine, sampleLine } from './info-lines.ts';
 import { type JobActivity, jobLoad, newActivity, trackScoring } from './job-load.ts';
 import { createJobRun, type JobRun } from './job-run.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
+
+/** Counts a durable scored sample in this process's metrics. */
+function countScored(model: string, reward: number): void {
+  metrics().scored.inc({ model, verdict: verdictOf(reward) });
+  if (reward >= 1) metrics().verified.inc({ model });
+}
 
 /** Whether the node can log samples durably (a full disk, a broken sample log stop it). */
 export interface StorageHealth {
@@ -195,15 +202,20 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         diagnostics: '',
       };
     } else {
-      const r = await trackScoring(activity, scoring, () =>
-        options.scorer!.score({
-          task: job.task,
-          workspaceDir,
-          candidate,
-          truncated: sample.truncated,
-          signal,
-        }),
-      );
+      const r = await trackScoring(activity, scoring, async () => {
+        const endTimer = metrics().scoringSeconds.startTimer();
+        try {
+          return await options.scorer!.score({
+            task: job.task,
+            workspaceDir,
+            candidate,
+            truncated: sample.truncated,
+            signal,
+          });
+        } finally {
+          endTimer();
+        }
+      });
       // An infrastructure failure (the scorer already tried again) is never stored as a 0: the job fails
       // as a sandbox error and the submitter places the unfinished samples again.
       if (r.status === 'error' || r.reward === null)
@@ -289,6 +301,8 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       }
       const index = todo[outcome.index]!;
       log('job %s: sample %d generated in %d ms', job.jobId, index, Math.round(outcome.latencyMs));
+      metrics().generated.inc({ model: job.model });
+      metrics().completionTokens.inc({ model: job.model }, outcome.usage.completionTokens);
       run.generated({
         type: 'generated',
         jobId: job.jobId,
@@ -307,6 +321,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         scoreSample(job, index, outcome, signal, activity)
           .then((body) => {
             const logged = logSample(body);
+            countScored(job.model, body.score.reward);
             options.onSample?.(logged);
             run.scored(result(job.jobId, logged));
             info('%s', sampleLine(logged.body));

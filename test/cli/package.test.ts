@@ -71,7 +71,7 @@ describe('installed from the tarball', () => {
     expect(existsSync(join(root, 'sandbox', 'integrity', 'harden.cjs'))).toBe(true);
   });
 
-  it('--version, init, start until ready, doctor, leave: from a directory outside the repository', async () => {
+  it('--version, init, start --ui until ready, the web view, doctor, leave: from a directory outside the repository', async () => {
     const v = await vt(['--version']);
     expect(v.stdout.trim()).toBe(version);
 
@@ -79,7 +79,7 @@ describe('installed from the tarball', () => {
     expect(init.code, init.stderr).toBe(0);
     expect(init.stderr).toContain(join(env.HOME!, '.vtnode'));
 
-    const node = spawn(join(prefix, 'bin', 'vtnode'), ['start'], {
+    const node = spawn(join(prefix, 'bin', 'vtnode'), ['start', '--ui'], {
       cwd,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,7 +96,7 @@ describe('installed from the tarball', () => {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`start: not ready in 60 s:\n${out}`)), 60_000);
         const check = () => {
-          if (/is in fleet "pkg"/.test(out)) {
+          if (/is in fleet "pkg"/.test(out) && /web view http/.test(out)) {
             clearTimeout(timer);
             resolve();
           }
@@ -104,6 +104,18 @@ describe('installed from the tarball', () => {
         node.stderr.on('data', check);
         node.once('exit', (code) => reject(new Error(`start exited (${code}):\n${out}`)));
       });
+
+      // The web view from the package: the page, its prebuilt script (dist/ui), the live state, metrics.
+      const ui = /web view (http:\/\/\S+)/.exec(out)![1]!.replace(/\/$/, '');
+      const get = async (path: string) => {
+        const res = await fetch(`${ui}${path}`);
+        expect(res.status, path).toBe(200);
+        return res.text();
+      };
+      expect(await get('/')).toMatch(/<script[^>]+app\.js/);
+      expect(await get('/app.js')).toContain('EventSource');
+      expect(JSON.parse(await get('/api/state'))).toHaveProperty('fleet');
+      expect(await get('/metrics')).toMatch(/^# HELP /m);
 
       const doctor = await vt(['doctor', '--json']);
       const checks = (
