@@ -3,7 +3,9 @@
 // just before). Both run in a fresh `git clone --local` of this repository's HEAD, so the demo also
 // installs the example corpus's dependencies as a new user's first demo does.
 //
-//   npx node bench/demo.ts [--json] [--keep] [-- DEMO ARGS...]
+//   npx node bench/demo.ts [--json] [--keep] [--rev REV] [-- DEMO ARGS...]
+//
+// --rev measures another commit of this repository (e.g. the one before a change), in the same way.
 //
 // CPU time is the sampled CPU of each command's whole process tree (bench/demo/tree-cpu.ts): the work
 // done inside bwrap's pid namespace is not reaped into any parent's rusage. Linux only.
@@ -16,7 +18,7 @@ import { REPO_ROOT } from '../test/sandbox/fixtures.ts';
 import { sampleTree } from './demo/tree-cpu.ts';
 
 const { values, positionals } = parseArgs({
-  options: { json: { type: 'boolean' }, keep: { type: 'boolean' } },
+  options: { json: { type: 'boolean' }, keep: { type: 'boolean' }, rev: { type: 'string' } },
   allowPositionals: true,
 });
 
@@ -86,6 +88,8 @@ const clone = join(work, 'vtnode');
 try {
   const git = await measure(['git', 'clone', '--quiet', '--local', REPO_ROOT, clone], work, false);
   if (git.exitCode !== 0) throw new Error(`git clone --local ${REPO_ROOT} failed`);
+  if (values.rev && (await measure(['git', 'checkout', '--quiet', values.rev], clone, false)).exitCode !== 0)
+    throw new Error(`git checkout ${values.rev} failed`);
   const npmCi = await measure(['npm', 'ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, false);
   if (npmCi.exitCode !== 0) throw new Error('npm ci failed');
   const demo = await measure(
