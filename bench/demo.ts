@@ -93,7 +93,7 @@ try {
   const npmCi = await measure(['npm', 'ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, false);
   if (npmCi.exitCode !== 0) throw new Error('npm ci failed');
   const demo = await measure(
-    [process.execPath, 'bin/vtnode.js', 'demo', '--dir', join(work, 'demo'), ...positionals],
+    [process.execPath, 'bin/vtnode.js', 'demo', '--dir', await mkdtemp(join(work, 'demo-')), ...positionals],
     clone,
     !values.json,
   );

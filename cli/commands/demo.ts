@@ -134,6 +134,7 @@ export const command: Command = {
     const taskCount = intOption(values.tasks, 'tasks', 8);
     if (n < 1 || n > 16) throw new CliError('--nodes must be 1-16', 2);
     const dir = values.dir ?? (await mkdtemp(join(tmpdir(), 'vtnode-demo-')));
+    await mkdir(dir, { recursive: true, mode: 0o700 });
     const tasks = join(dir, 'tasks.jsonl');
     const picked = join(dir, 'tasks.demo.jsonl');
     const calibrated = join(dir, 'tasks.calibrated.jsonl');
