@@ -10,7 +10,7 @@
 // CPU time is the sampled CPU of each command's whole process tree (bench/demo/tree-cpu.ts): the work
 // done inside bwrap's pid namespace is not reaped into any parent's rusage. Linux only.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -84,6 +84,9 @@ async function measure(argv: string[], cwd: string, echo: boolean): Promise<Meas
 }
 
 const work = await mkdtemp(join(tmpdir(), 'vtnode-bench-demo-'));
+// mkdtemp makes it 0700: as root the sandbox runs candidates under dedicated uids, which must be able
+// to read the clone's workspace (a checkout in a world-unreadable folder gives "the runner wrote no report").
+await chmod(work, 0o755);
 const clone = join(work, 'vtnode');
 try {
   const git = await measure(['git', 'clone', '--quiet', '--local', REPO_ROOT, clone], work, false);
