@@ -63,11 +63,11 @@ async function measure(argv: string[], cwd: string, echo: boolean): Promise<Meas
     const lines = (partial + d).split('\n');
     partial = lines.pop()!;
     for (const line of lines) {
-      const m = /^== (\S+(?: \S+)?)/.exec(line);
+      const m = /^== (\w+)/.exec(line);
       if (!m) continue;
       close();
       current = {
-        name: m[1]!.replace(/[:,]$/, ''),
+        name: m[1]!,
         wall0: (performance.now() - t0) / 1000,
         cpu0: tree.seconds(),
       };
@@ -101,19 +101,18 @@ try {
     !values.json,
   );
   if (demo.exitCode !== 0) throw new Error(`vtnode demo exited ${demo.exitCode}`);
-  const evalTable = /^split: eval,.*\n.*\n(.+)$/m.exec(demo.stdout);
+  // The eval table: the rows (one per model) under `split: eval`'s header, up to the next table.
+  const evalTable = /^split: eval,.*\n.*\n((?:(?!split:).*\n)*)/m.exec(demo.stdout);
   const result = {
     npmCi: { wallS: npmCi.wallS, cpuS: npmCi.cpuS },
     demo: { wallS: demo.wallS, cpuS: demo.cpuS, stages: demo.stages },
     ratio: { wall: demo.wallS / npmCi.wallS, cpu: demo.cpuS / npmCi.cpuS },
-    evalRows: evalTable
-      ? demo.stdout
-          .slice(evalTable.index)
-          .split('\n')
-          .slice(2)
-          .filter((l) => /\d%/.test(l)).length
-      : 0,
+    evalRows: evalTable ? evalTable[1]!.split('\n').filter((l) => /\d%/.test(l)).length : 0,
   };
+  if (result.evalRows === 0) {
+    process.stderr.write('the demo showed no eval table rows\n');
+    process.exitCode = 1;
+  }
   if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   else {
     const f = (x: number) => x.toFixed(1).padStart(7);

@@ -253,6 +253,8 @@ export const command: Command = {
         '/ip4/127.0.0.1/tcp/0',
       ];
       collectArgs.push('--out', dataset, '--tasks', calibrated, '--workspace', CORPUS, ...sandbox);
+      // Its catch-up at start runs before it has met any node; the next one would come 30 s later.
+      collectArgs.push('--catch-up-interval', '2s');
       // VTNODE_HOME: collect's audit scorer keeps its reference runs in $VTNODE_HOME/cache, not in
       // --data-dir's; pointing it at the collector's data dir keeps the seeded runs in use (and ~/.vtnode clean).
       const collector = spawn(process.execPath, [BIN, ...collectArgs], {
