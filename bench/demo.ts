@@ -38,9 +38,14 @@ interface Measured {
 }
 
 /** Runs argv in cwd, sampling its tree's CPU; a stderr line `== TEXT` starts a stage named by its first words. */
-async function measure(argv: string[], cwd: string, echo: boolean): Promise<Measured> {
+async function measure(
+  argv: string[],
+  cwd: string,
+  echo: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Measured> {
   const t0 = performance.now();
-  const child = spawn(argv[0]!, argv.slice(1), { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(argv[0]!, argv.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const stop = new AbortController();
   const { tree, done } = sampleTree({ root: child.pid!, signal: stop.signal });
   const stages: Stage[] = [];
@@ -99,6 +104,9 @@ try {
     [process.execPath, 'bin/vtnode.js', 'demo', '--dir', await mkdtemp(join(work, 'demo-')), ...positionals],
     clone,
     !values.json,
+    // A fresh $VTNODE_HOME: a first demo, whose one-shot commands find no reference runs cached by
+    // earlier ones (revisions before 6ab98e5 calibrated into ~/.vtnode/cache and reused it).
+    { ...process.env, VTNODE_HOME: await mkdtemp(join(work, 'home-')) },
   );
   if (demo.exitCode !== 0) throw new Error(`vtnode demo exited ${demo.exitCode}`);
   // The eval table: the rows (one per model) under `split: eval`'s header, up to the next table.
