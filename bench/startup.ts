@@ -13,11 +13,11 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
+import { freePort } from '../node/net.ts';
 
 const REPO = dirname(dirname(fileURLToPath(import.meta.url)));
 const TICK_S = 0.01; // USER_HZ is 100 on Linux
@@ -96,18 +96,6 @@ async function idleRss(
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
   }
-}
-
-/** A TCP port free on loopback right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function until(

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, open, readFile, writeFile } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +8,7 @@ import { sleep } from '../../node/async/sleep.ts';
 import { connectControl } from '../../node/control/client.ts';
 import { DataDir } from '../../node/data-dir.ts';
 import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
+import { freePort } from '../../node/net.ts';
 import type { FleetStatus } from '../../node/status.ts';
 import { createConfinement } from '../../sandbox/backend.ts';
 import { BackendUnavailableError } from '../../sandbox/confinement.ts';
@@ -39,17 +39,6 @@ Prints where everything was written.
   --dir DIR     where to work (default a new temp dir)
   --no-ui       no web view (by default the first node and the collector serve one on loopback,
                 and their addresses are printed)`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function sandboxFlags(): Promise<string[]> {
   try {

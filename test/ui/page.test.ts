@@ -3,11 +3,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium } from '@playwright/test';
+import type { BrowserContext } from '@playwright/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../node/metrics.ts';
 import { startUiServer, type UiServer } from '../../node/ui/server.ts';
 import type { Snapshot } from '../../node/ui/snapshot-schema.ts';
+import { launchChromium } from '../helpers/chromium.ts';
 
 const peer = (c: string) => `12D3KooW${c.repeat(44)}`;
 const state: { snapshot: Snapshot } = {
@@ -64,19 +65,7 @@ beforeAll(async () => {
     intervalMs: 100,
   });
   profile = await mkdtemp(join(tmpdir(), 'vt-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  context = await launchChromium(profile);
 }, 60_000);
 
 afterAll(async () => {

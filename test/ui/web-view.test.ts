@@ -4,14 +4,14 @@
 // VTNODE_SCREENSHOT=1 also writes docs/web-view.png (committed; regenerate it the same way).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from '@playwright/test';
+import type { BrowserContext, Page } from '@playwright/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Task } from '../../protocol/task.ts';
 import { mineLedger, runCampaign, startFleet, type TestFleet, writeTasks } from '../helpers/campaign.ts';
+import { CHROMIUM, launchChromium } from '../helpers/chromium.ts';
 import { eventually, type Proc, REPO, Sandbox, vtnode } from '../helpers/cli.ts';
 import { INTERVAL, peerIdOf, waitForPeers } from '../helpers/fleet.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const box = new Sandbox();
 let fleet: TestFleet;
 let tasks: Task[];
@@ -53,20 +53,7 @@ beforeAll(async () => {
   await waitForPeers(collectorDir, [...fleet.peers, await peerIdOf(collectorDir)], 30_000);
 
   const profile = await box.tempDir('vt-chromium-');
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1200, height: 900 },
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  context = await launchChromium(profile, { viewport: { width: 1200, height: 900 } });
 }, 240_000);
 
 afterAll(async () => {
