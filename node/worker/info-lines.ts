@@ -34,7 +34,8 @@ export function jobFinishedLine(
   return `job ${job.jobId} ${how}: campaign ${job.campaign}, task ${job.task.id}, model ${job.model}, ${rewards.length} of ${job.samples.length} samples scored, ${passed} passed, mean reward ${mean}`;
 }
 
-/** A sample is scored, signed and durable in the log. */
+/** A sample is scored, signed and durable in the log: `verified` when its tests all pass (reward 1), else `scored`. */
 export function sampleLine(body: SampleBody): string {
-  return `sample ${shortId(body.sampleId)} verified: task ${body.taskId}, model ${body.model}, index ${body.index}, reward ${showReward(body.score.reward)}${body.generation.truncated ? ' (truncated)' : ''}`;
+  const what = body.score.reward >= 1 ? 'verified' : 'scored';
+  return `sample ${shortId(body.sampleId)} ${what}: task ${body.taskId}, model ${body.model}, index ${body.index}, reward ${showReward(body.score.reward)}${body.generation.truncated ? ' (truncated)' : ''}`;
 }

@@ -48,10 +48,14 @@ describe('the lines', () => {
     );
   });
 
-  it('a verified sample: short id, task, model, index, reward; truncated said', () => {
+  it('a sample: short id, task, model, index, reward; verified only when it passes; truncated said', () => {
+    const passed = sampleBody('t-lines', 'qwen', 1, { reward: 1 });
+    expect(sampleLine(passed)).toBe(
+      `sample ${passed.sampleId.slice(7, 15)} verified: task t-lines, model qwen, index 1, reward 1`,
+    );
     const body = sampleBody('t-lines', 'qwen', 2, { reward: 1 / 3 });
     expect(sampleLine(body)).toBe(
-      `sample ${body.sampleId.slice(7, 15)} verified: task t-lines, model qwen, index 2, reward 0.333`,
+      `sample ${body.sampleId.slice(7, 15)} scored: task t-lines, model qwen, index 2, reward 0.333`,
     );
     const cut = { ...body, generation: { ...body.generation, truncated: true } };
     expect(sampleLine(cut)).toMatch(/reward 0\.333 \(truncated\)$/);
@@ -162,7 +166,7 @@ describe('the executor prints them at info level', () => {
       expect(first.slice(1, 3)).toEqual(
         expect.arrayContaining([
           expect.stringMatching(/^sample [0-9a-f]{8} verified: task t-info, model qwen, index 0, reward 1$/),
-          expect.stringMatching(/^sample [0-9a-f]{8} verified: task t-info, model qwen, index 1, reward 0$/),
+          expect.stringMatching(/^sample [0-9a-f]{8} scored: task t-info, model qwen, index 1, reward 0$/),
         ]),
       );
       expect(first[3]).toBe(
@@ -198,7 +202,7 @@ describe('the executor prints them at info level', () => {
         () => records().some((r) => r.msg.startsWith('job job-q finished')),
         () => `the job's end:\n${text()}`,
       );
-      const ours = records().filter((r) => / accepted: | verified: | finished: /.test(r.msg));
+      const ours = records().filter((r) => / accepted: | verified: | scored: | finished: /.test(r.msg));
       expect(ours.map((r) => r.level)).toEqual([20, 20, 20]);
       expect(records().filter((r) => r.level === 30)).toEqual([]);
     } finally {
