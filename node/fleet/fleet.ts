@@ -5,6 +5,7 @@ import { createFleetView, type FleetView } from '../../placement/fleet-view.ts';
 import type { Advert } from '../../protocol/advert.ts';
 import { canonicalJson } from '../../protocol/canonical.ts';
 import { advertTopic } from '../../protocol/topics.ts';
+import { createWarmEncoder } from '../../protocol/warm-delta.ts';
 import { logger } from '../logger.ts';
 import type { OriginCheck } from '../membership/service.ts';
 import { countedValidator, metrics } from '../metrics.ts';
@@ -80,9 +81,12 @@ export function createFleet(options: FleetOptions): Fleet {
 
   const changed = () => options.onChange?.(view);
 
-  function advertNow(leaving: boolean): Advert {
+  const warmEncoder = createWarmEncoder();
+
+  /** This node's advert now: whole (for its own view) and as sent (the warm list as a delta when it pays). */
+  function advertNow(leaving: boolean): { whole: Advert; sent: Advert } {
     counter += 1;
-    return fitAdvert({
+    const whole = fitAdvert({
       v: 1,
       peerId: self,
       seq: options.seqBase * SEQ_STRIDE + counter,
@@ -90,14 +94,16 @@ export function createFleet(options: FleetOptions): Fleet {
       leaving,
       ...options.describe(),
     });
+    const warm = warmEncoder.encode(whole.warm, leaving);
+    return { whole: { ...whole, warmRev: warm.warmRev }, sent: { ...whole, ...warm } };
   }
 
   async function publish(leaving = false): Promise<void> {
-    const advert = advertNow(leaving);
+    const { whole, sent } = advertNow(leaving);
     lastBody = canonicalJson(options.describe());
-    if (!leaving) view.apply(advert, Date.now());
+    if (!leaving) view.apply(whole, Date.now());
     try {
-      await pubsub.publish(topic, encodeAdvert(advert));
+      await pubsub.publish(topic, encodeAdvert(sent));
       metrics().gossip.inc({ topic: 'advert', direction: 'out' });
     } catch (err) {
       log.warn('publishing the advert failed', err);
