@@ -5,6 +5,7 @@ import { createLeaseBook, type Lease, type Released } from '../../placement/leas
 import { createPlacer } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
 import { createThroughput } from '../../placement/throughput.ts';
+import { placeTick, type TickInput, withRoom } from '../../placement/tick.ts';
 import {
   DEFAULT_JOB_LEASE_MS,
   type JobRequest,
@@ -326,30 +327,17 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     }
   }
 
-  function hasRoom(peerId: string, now: number): boolean {
-    if ((busyUntil.get(peerId) ?? 0) > now) return false;
-    const node = options.nodes().find((n) => n.advert.peerId === peerId);
-    if (!node) return false;
-    const own = book.outstanding().get(peerId)?.jobs ?? 0;
-    // Probation: a node holds one job until it returns a scored sample, so one that advertises many
-    // slots and sits on its jobs (or cannot do them) holds up one job, not a share of the campaign.
-    const proven = delivered.has(peerId) || peerId === options.peerId;
-    const slots = proven ? node.advert.load.capacity : Math.min(1, node.advert.load.capacity);
-    return Math.max(own, node.advert.load.running) < slots;
-  }
-
-  /**
-   * Never more jobs on a node than its slots: the placer's choice if it has room, else the next in
-   * rendezvous order that has; otherwise null (the job waits for a slot).
-   */
-  function withRoom(p: Extract<ReturnType<typeof placer.place>, { ok: true }>, now: number): string | null {
-    return (
-      p.ranked
-        .map((r) => r.peerId)
-        .filter((id, i, all) => all.indexOf(id) === i)
-        .sort((a, b) => (a === p.peerId ? -1 : b === p.peerId ? 1 : 0))
-        .find((id) => hasRoom(id, now)) ?? null
-    );
+  /** The tick's view of back-pressure and the fleet (placement/tick.ts). */
+  function tickInput(now: number): TickInput<Task> {
+    return {
+      book,
+      placer,
+      tasks: options.tasks,
+      nodes: options.nodes,
+      room: { selfPeerId: options.peerId, proven: delivered, busyUntil },
+      now,
+      deadline: now + deadlineMs,
+    };
   }
 
   /** Backs up jobs silent for much longer than their model's usual progress gap, where a node has room. */
@@ -371,7 +359,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       if (!job || !task) continue;
       const exclude = [job.peerId, ...book.refusedBy(job.taskId, job.model)];
       const p = placer.place({ task, model: job.model, exclude }, options.nodes(), now, book.outstanding());
-      const target = p.ok ? withRoom(p, now) : null;
+      const target = p.ok ? withRoom(tickInput(now), p) : null;
       if (!target || exclude.includes(target)) continue;
       const backup = book.hedge(job.jobId, target, now, now + deadlineMs);
       if (!backup) continue;
@@ -390,42 +378,17 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   }
 
   function placeAll(now: number): void {
-    let placedAny = false;
-    let blocked: string | null = null;
-    let coolingDown = false;
-    for (const work of book.pending()) {
-      const task = options.tasks.get(work.taskId);
-      if (!task) continue;
-      const nodes = options.nodes();
-      let p = placer.place(
-        { task, model: work.model, exclude: book.refusedBy(work.taskId, work.model) },
-        nodes,
-        now,
-        book.outstanding(),
-      );
-      // Every node that could take the work has failed it once (a loaded fleet, a transient fault):
-      // they get it again rather than the campaign stalling; maxAttempts still bounds the placements.
-      if (!p.ok && p.rejected.some((r) => r.rejection.code === 'excluded'))
-        p = placer.place({ task, model: work.model }, nodes, now, book.outstanding());
-      if (!p.ok) {
-        blocked = p.message;
-        if (p.rejected.some((r) => r.rejection.code === 'cooling-down')) coolingDown = true;
-        continue;
-      }
-      const target = withRoom(p, now);
-      if (!target) continue;
-      const lease = book.lease(work.taskId, work.model, target, now, now + deadlineMs);
-      if (!lease) continue;
-      placedAny = true;
+    const tick = placeTick(tickInput(now));
+    for (const { lease, task, reason } of tick.decisions) {
       campaign.placed(lease, now);
-      log('job %s → %s (%s)', lease.jobId, target, target === p.peerId ? p.reason : 'spill');
+      log('job %s → %s (%s)', lease.jobId, lease.peerId, reason);
       void runLease(lease, task);
     }
-    if (blocked && !placedAny && book.jobs().length === 0) {
-      lastProblem = blocked;
+    if (tick.blocked && tick.decisions.length === 0 && book.jobs().length === 0) {
+      lastProblem = tick.blocked;
       // A node cooling down after failures comes back (and a task's placements are bounded by
       // maxAttempts): only a fleet where no node could ever take the work stalls the campaign.
-      noNodeSince = coolingDown ? null : (noNodeSince ?? now);
+      noNodeSince = tick.coolingDown ? null : (noNodeSince ?? now);
     } else {
       noNodeSince = null;
     }
