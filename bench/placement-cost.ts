@@ -96,7 +96,7 @@ function measure(n: number) {
     book,
     placer,
     tasks,
-    nodes: () => view.nodes(),
+    nodes: view.nodes(),
     room: { selfPeerId: 'p0', proven: new Set(peers), busyUntil: new Map() },
     now: at,
     deadline: at + 60_000,

@@ -4,8 +4,9 @@ import { createHedger, type HedgeOptions } from '../../placement/hedge.ts';
 import { createLeaseBook, type Lease, type Released } from '../../placement/lease-book.ts';
 import { createPlacer } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
+import { createBackPressure, withRoom } from '../../placement/room.ts';
 import { createThroughput } from '../../placement/throughput.ts';
-import { placeTick, type TickInput, withRoom } from '../../placement/tick.ts';
+import { placeTick, type RoomState, roomContext } from '../../placement/tick.ts';
 import {
   DEFAULT_JOB_LEASE_MS,
   type JobRequest,
@@ -115,7 +116,8 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   const delivered = options.proven ?? new Set<string>();
   /** Running jobs' leases, by job id. */
   const leases = new Map<string, Lease>();
-  const busyUntil = new Map<string, number>();
+  const pressure = createBackPressure();
+  const room: RoomState = { selfPeerId: options.peerId, proven: delivered, busyUntil: pressure.busyUntil };
   let lastProblem: string | null = null;
   let noNodeSince: number | null = null;
   let wake: (() => void) | null = null;
@@ -194,7 +196,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
         log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, ev.reason, ev.message);
         if (ev.reason === 'full') {
           // Back-pressure (another submitter filled it): wait for its next advert, try again.
-          busyUntil.set(lease.peerId, Date.now() + 2000);
+          pressure.full(lease.peerId, Date.now());
           released(book.release(lease.jobId, 'busy'), ev.reason);
         } else {
           lastProblem = `${lease.peerId.slice(-8)} refused a job: ${ev.reason} (${ev.message})`;
@@ -327,21 +329,8 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     }
   }
 
-  /** The tick's view of back-pressure and the fleet (placement/tick.ts). */
-  function tickInput(now: number): TickInput<Task> {
-    return {
-      book,
-      placer,
-      tasks: options.tasks,
-      nodes: options.nodes,
-      room: { selfPeerId: options.peerId, proven: delivered, busyUntil },
-      now,
-      deadline: now + deadlineMs,
-    };
-  }
-
   /** Backs up jobs silent for much longer than their model's usual progress gap, where a node has room. */
-  function hedgeStalled(now: number): void {
+  function hedgeStalled(now: number, nodes: readonly FleetNode[]): void {
     if (!hedger) return;
     const jobs = book.jobs();
     const paired = new Set(jobs.flatMap((j) => (j.backupOf ? [j.jobId, j.backupOf] : [])));
@@ -358,8 +347,9 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       const task = job && options.tasks.get(job.taskId);
       if (!job || !task) continue;
       const exclude = [job.peerId, ...book.refusedBy(job.taskId, job.model)];
-      const p = placer.place({ task, model: job.model, exclude }, options.nodes(), now, book.outstanding());
-      const target = p.ok ? withRoom(tickInput(now), p) : null;
+      const ctx = roomContext(nodes, book, room, now);
+      const p = placer.place({ task, model: job.model, exclude }, nodes, now, ctx.outstanding);
+      const target = p.ok ? withRoom(p, ctx) : null;
       if (!target || exclude.includes(target)) continue;
       const backup = book.hedge(job.jobId, target, now, now + deadlineMs);
       if (!backup) continue;
@@ -377,14 +367,23 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     }
   }
 
-  function placeAll(now: number): void {
-    const tick = placeTick(tickInput(now));
+  /** One placement round (placement/tick.ts decides; this starts the jobs it leased). */
+  function placeAll(now: number, nodes: readonly FleetNode[]): void {
+    const tick = placeTick({
+      book,
+      placer,
+      tasks: options.tasks,
+      nodes,
+      room,
+      now,
+      deadline: now + deadlineMs,
+    });
     for (const { lease, task, reason } of tick.decisions) {
       campaign.placed(lease, now);
       log('job %s → %s (%s)', lease.jobId, lease.peerId, reason);
       void runLease(lease, task);
     }
-    if (tick.blocked && tick.decisions.length === 0 && book.jobs().length === 0) {
+    if (tick.blocked && tick.decisions.length === 0 && book.stats().activeJobs === 0) {
       lastProblem = tick.blocked;
       // A node cooling down after failures comes back (and a task's placements are bounded by
       // maxAttempts): only a fleet where no node could ever take the work stalls the campaign.
@@ -404,8 +403,10 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
         failure(r.peerId);
         released(r, 'deadline');
       }
-      placeAll(now);
-      hedgeStalled(now);
+      // The fleet view once per round (the daemon's view sorts its nodes on each call).
+      const nodes = options.nodes();
+      placeAll(now, nodes);
+      hedgeStalled(now, nodes);
       if (noNodeSince !== null && now - noNodeSince > noNodeTimeout) {
         return { status: 'stalled', exhausted: book.stats().exhausted, problem: lastProblem };
       }
