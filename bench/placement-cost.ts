@@ -3,7 +3,7 @@
  * node/submitter/runner.ts runs it, with the real placer, lease book, reputation and throughput) on a
  * synthetic fleet of 10 / 100 / 1,000 nodes (4 slots each, all full) and 100,000 queued (task, model)
  * jobs. Each measured tick first frees `--free` slots (their jobs finish), then places; an idle tick
- * (no slot free) is measured too. CPU is process.cpuUsage (user + system) around the tick only.
+ * (no slot free) is measured too, after each; two warm-up ticks are not counted. CPU is process.cpuUsage (user + system) around the tick only.
  *
  *   npx node bench/placement-cost.ts [--nodes 10,100,1000] [--queued 100000] [--ticks 5] [--free 5] [--json]
  */
@@ -105,25 +105,27 @@ function measure(n: number) {
     for (const jobId of running.splice(0, count)) for (const s of samples) book.result(jobId, s);
   };
 
-  let idle = process.cpuUsage();
-  const idleTick = placeTick(input(now));
-  const idleCpu = cpuMs(idle);
-  if (idleTick.decisions.length !== 0) throw new Error('idle tick placed work: the fleet was not full');
-
-  let cpu = 0;
-  let decisions = 0;
-  for (let t = 0; t < ticks; t++) {
-    finish(free);
-    const at = now + (t + 1) * 500;
+  /** One tick after `count` jobs finished; its CPU, ms. */
+  const tickAfter = (count: number, at: number): number => {
+    finish(count);
     const start = process.cpuUsage();
     const tick = placeTick(input(at));
-    cpu += cpuMs(start);
-    decisions += tick.decisions.length;
+    const spent = cpuMs(start);
     running.push(...tick.decisions.map((d) => d.lease.jobId));
-    if (tick.decisions.length !== free)
-      throw new Error(`tick ${t} placed ${tick.decisions.length} jobs, expected ${free} (the freed slots)`);
+    if (tick.decisions.length !== count)
+      throw new Error(`a tick placed ${tick.decisions.length} jobs, expected ${count} (the freed slots)`);
+    return spent;
+  };
+  // Warm-up (not counted): the first calls compile the code; the setup's garbage is collected.
+  for (let t = 0; t < 2; t++) tickAfter(free, now + t);
+  let cpu = 0;
+  let idleCpu = 0;
+  for (let t = 0; t < ticks; t++) {
+    cpu += tickAfter(free, now + (t + 1) * 1000);
+    idleCpu += tickAfter(0, now + (t + 1) * 1000 + 500);
   }
-  idle = process.cpuUsage();
+  const decisions = ticks * free;
+  idleCpu /= ticks;
   return {
     nodes: n,
     queued,
