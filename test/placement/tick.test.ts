@@ -169,7 +169,13 @@ describe('placement tick', () => {
       const calls = { n: 0 };
       return {
         calls,
-        placer: { ...placer, place: (...a: Parameters<Placer['place']>) => (calls.n++, placer.place(...a)) },
+        placer: {
+          ...placer,
+          place: (...a: Parameters<Placer['place']>) => {
+            calls.n++;
+            return placer.place(...a);
+          },
+        },
       };
     }
     function full(nodes: FleetNode[], queued: number, slotsUsed: number) {
