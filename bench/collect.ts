@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { multiaddr } from '@multiformats/multiaddr';
+import { sleep } from '../node/async/sleep.ts';
 import { createCollector } from '../node/collector/collector.ts';
 import { openDatasetStore } from '../node/collector/store.ts';
 import { newPsk } from '../node/data-dir.ts';
@@ -47,7 +48,7 @@ try {
     const end = Date.now() + ms;
     while (!re.test(out)) {
       if (Date.now() > end || child.exitCode !== null) throw new Error(`worker: no ${re}\n${out}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
     return re.exec(out)!;
   };
@@ -121,15 +122,14 @@ try {
   });
   const topic = digestTopic(FLEET);
   const meshEnd = Date.now() + 20_000;
-  while (host.services.pubsub.getSubscribers(topic).length === 0 && Date.now() < meshEnd)
-    await new Promise((r) => setTimeout(r, 100));
-  await new Promise((r) => setTimeout(r, 1500));
+  while (host.services.pubsub.getSubscribers(topic).length === 0 && Date.now() < meshEnd) await sleep(100);
+  await sleep(1500);
   t = performance.now();
   child.stdin.write('publish\n');
   await waitFor(/published (\d+)/);
   const publishMs = performance.now() - t;
   const quietEnd = Date.now() + 30_000;
-  while (received < N && Date.now() < quietEnd) await new Promise((r) => setTimeout(r, 100));
+  while (received < N && Date.now() < quietEnd) await sleep(100);
   const gossipMs = (received ? last : performance.now()) - t;
   gossip.stop();
   // What gossip dropped, catch-up recovers.

@@ -5,6 +5,7 @@
 // (÷ the RSS of a bare Node process measured in the same run).
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
+import { sleep } from '../node/async/sleep.ts';
 import { connectControl } from '../node/control/client.ts';
 import { DataDir } from '../node/data-dir.ts';
 import type { FleetStatus } from '../node/status.ts';
@@ -61,7 +62,7 @@ try {
   const convergedAt = Date.now();
 
   // Let the fleet idle for a few advert intervals, then read every node's metrics.
-  await new Promise((r) => setTimeout(r, 8000));
+  await sleep(8000);
   const delays: number[] = [];
   const rss: number[] = [];
   for (const d of dirs) {

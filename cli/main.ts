@@ -1,43 +1,17 @@
-import { readdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { StorageError } from '../node/storage/errors.ts';
-import { CliError, type Command } from './command.ts';
-
-const commandsDir = join(dirname(fileURLToPath(import.meta.url)), 'commands');
-
-async function loadCommand(name: string): Promise<Command | null> {
-  if (!/^[a-z][a-z-]*$/.test(name)) return null;
-  try {
-    const mod = (await import(join(commandsDir, `${name}.ts`))) as { command: Command };
-    return mod.command;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String(err).includes(`${name}.ts`))
-      return null;
-    throw err;
-  }
-}
-
-async function help(): Promise<string> {
-  const files = (await readdir(commandsDir)).filter((f) => f.endsWith('.ts')).sort();
-  const rows: string[] = [];
-  for (const f of files) {
-    const cmd = await loadCommand(f.slice(0, -3));
-    if (cmd) rows.push(`  ${cmd.name.padEnd(14)}${cmd.summary}`);
-  }
-  return `vtnode: verified training data from a fleet of Macs\n\nUsage: vtnode <command> [options]\n\nCommands:\n${rows.join('\n')}\n\nRun \`vtnode <command> --help\` for a command's options.\n`;
-}
+import { CliError } from './command.ts';
+import { findCommand, helpText } from './command-table.ts';
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   // No command is a usage error, like an unknown one: help on stderr, exit 2 (stdout stays clean for
   // scripts). Help asked for is the output: stdout, exit 0.
   if (name === undefined) {
-    process.stderr.write(await help());
+    process.stderr.write(helpText());
     return 2;
   }
   if (name === 'help' || name === '--help' || name === '-h') {
-    process.stdout.write(await help());
+    process.stdout.write(helpText());
     return 0;
   }
   if (name === '--version' || name === '-v') {
@@ -45,11 +19,12 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VTNODE_VERSION}\n`);
     return 0;
   }
-  const cmd = await loadCommand(name);
-  if (!cmd) {
-    process.stderr.write(`vtnode: unknown command "${name}"\n\n${await help()}`);
+  const entry = findCommand(name);
+  if (!entry) {
+    process.stderr.write(`vtnode: unknown command "${name}"\n\n${helpText()}`);
     return 2;
   }
+  const { command: cmd } = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     process.stdout.write(`${cmd.usage}\n`);
     return 0;

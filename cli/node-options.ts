@@ -19,6 +19,7 @@ export const nodeOptions = {
   'pause-on-battery': { type: 'boolean' },
   'no-pause-on-battery': { type: 'boolean' },
   'max-load': { type: 'string' },
+  'pause-while-used': { type: 'string' },
 } as const;
 
 export const nodeOptionsUsage = `Node options (saved in the data dir, so \`vtnode start\` reuses them):
@@ -36,7 +37,9 @@ export const nodeOptionsUsage = `Node options (saved in the data dir, so \`vtnod
   --pause-on-battery       take no new jobs while the machine runs on battery (a laptop's manners;
                            running jobs finish); --no-pause-on-battery turns it off
   --max-load L             take no new jobs while the 1-minute load average is above L (resumes
-                           below 0.75 L; vtnode's own scoring counts too); off turns it off`;
+                           below 0.75 L; vtnode's own scoring counts too); off turns it off
+  --pause-while-used DUR   take no new jobs while the keyboard or mouse was used within DUR
+                           (e.g. 5m; macOS only); off turns it off`;
 
 export function dataDirFrom(values: { 'data-dir'?: string }): DataDir {
   return new DataDir(resolveDataDir(values['data-dir']));
@@ -70,6 +73,7 @@ export function mergeConfig(
     'pause-on-battery'?: boolean;
     'no-pause-on-battery'?: boolean;
     'max-load'?: string;
+    'pause-while-used'?: string;
   },
 ): NodeConfig {
   const config = { ...saved };
@@ -105,6 +109,8 @@ export function mergeConfig(
   if (values['pause-on-battery']) config.pauseOnBattery = true;
   if (values['no-pause-on-battery']) config.pauseOnBattery = false;
   if (values['max-load'] !== undefined) config.maxLoad = maxLoad(values['max-load']);
+  if (values['pause-while-used'] !== undefined)
+    config.pauseWhileUsedMs = pauseWhileUsed(values['pause-while-used']);
   return config;
 }
 
@@ -114,4 +120,11 @@ function maxLoad(text: string): number | null {
   if (text.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 10_000)
     throw new CliError(`--max-load ${text}: expected a load average such as 6, or off`, 2);
   return n;
+}
+
+function pauseWhileUsed(text: string): number | null {
+  if (text === 'off') return null;
+  const ms = parseDuration(text);
+  if (ms === null || ms < 1000) throw new CliError(`--pause-while-used ${text}: expected e.g. 5m, or off`, 2);
+  return ms;
 }

@@ -3,13 +3,14 @@ import type { DataDir, FleetFile, NodeConfig } from '../node/data-dir.ts';
 import { createModelService } from '../node/models/service.ts';
 import { CliError } from './command.ts';
 import { refuseUnreadyWorkspace } from './scorer.ts';
+import { startUi } from './ui.ts';
 
 /** Runs a node in the foreground until SIGINT/SIGTERM or `vtnode leave`; resolves to the exit code. */
 export async function runDaemonForeground(
   dataDir: DataDir,
   fleet: FleetFile,
   config: NodeConfig,
-  extra: Pick<DaemonOptions, 'wrapScorer'> = {},
+  extra: Pick<DaemonOptions, 'wrapScorer'> & { ui?: { host: string; port: number } | null } = {},
 ): Promise<number> {
   // A node advertises its workspaces: one where tests cannot run must not be advertised.
   for (const dir of config.workspaces) refuseUnreadyWorkspace(dir);
@@ -24,7 +25,7 @@ export async function runDaemonForeground(
     models: createModelService({ urls: config.modelServers, autodetect: config.modelServers.length === 0 }),
     signal: abort.signal,
     ...guestInterval(),
-    ...extra,
+    ...(extra.wrapScorer ? { wrapScorer: extra.wrapScorer } : {}),
   });
   process.stderr.write(
     `vtnode ${daemon.peerId} is in fleet "${fleet.fleet}"\n` +
@@ -33,7 +34,16 @@ export async function runDaemonForeground(
       guestLine(config) +
       '  `vtnode status` shows the fleet; Ctrl-C or `vtnode leave` stops this node.\n',
   );
+  const ui = extra.ui
+    ? await startUi(extra.ui, { status: () => daemon.status(), campaigns: () => daemon.campaigns() }).catch(
+        async (err: Error) => {
+          await daemon.stop();
+          throw err;
+        },
+      )
+    : null;
   await daemon.stopped;
+  await ui?.close();
   process.removeListener('SIGINT', onSignal);
   process.removeListener('SIGTERM', onSignal);
   const failure = daemon.failure();
@@ -46,8 +56,16 @@ function guestLine(config: NodeConfig): string {
   const rules = [
     config.pauseOnBattery && 'on battery',
     config.maxLoad !== null && `while the load is above ${config.maxLoad}`,
+    config.pauseWhileUsedMs !== null &&
+      (process.platform === 'darwin'
+        ? `while the keyboard or mouse was used in the last ${config.pauseWhileUsedMs / 1000} s`
+        : null),
   ].filter(Boolean);
-  return rules.length > 0 ? `  takes no new jobs ${rules.join(' or ')}\n` : '';
+  const unsupported =
+    config.pauseWhileUsedMs !== null && process.platform !== 'darwin'
+      ? '  --pause-while-used works on macOS only: ignored here\n'
+      : '';
+  return (rules.length > 0 ? `  takes no new jobs ${rules.join(' or ')}\n` : '') + unsupported;
 }
 
 /** VTNODE_GUEST_INTERVAL_MS: how often a guest checks power and load (tests shorten the 10 s default). */

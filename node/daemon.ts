@@ -3,6 +3,7 @@ import { peerIdFromString } from '@libp2p/peer-id';
 import { advertTopic, digestTopic } from '../protocol/topics.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
 import type { Scorer } from '../sandbox/scorer.ts';
+import { sleep } from './async/sleep.ts';
 import { connectControl, NoDaemonError } from './control/client.ts';
 import { startControlServer } from './control/server.ts';
 import type { DataDir, FleetFile, NodeConfig } from './data-dir.ts';
@@ -14,16 +15,17 @@ import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
 import type { Host } from './fleet/host.ts';
 import { createGuestGate, type GuestGate } from './guest/gate.ts';
-import { type PowerSource, platformPowerSource } from './guest/power.ts';
+import { type PowerSource, platformIdleSource, platformPowerSource } from './guest/power.ts';
 import { logger } from './logger.ts';
 import { controlBody, RevokeRequest, RotateRequest, revoke, rotate } from './membership/admin.ts';
 import { startMemberHost } from './membership/member-host.ts';
 import { DEFAULT_GRACE_MS, type MembershipService } from './membership/service.ts';
+import { metrics } from './metrics.ts';
 import type { ModelService } from './models/service.ts';
 import { DEFAULT_PORT, portFree, withoutPeerId } from './net.ts';
 import { type FleetStatus, nodeStatus } from './status.ts';
 import { CAMPAIGN_DB, openCampaignStore } from './submitter/campaign-store.ts';
-import { createCampaignService } from './submitter/service.ts';
+import { type CampaignStatus, createCampaignService } from './submitter/service.ts';
 import { memory } from './system.ts';
 import { createOffenceLedger } from './wire/offences.ts';
 import { guardStreams } from './wire/streams.ts';
@@ -50,6 +52,8 @@ export interface DaemonOptions {
   power?: PowerSource;
   /** Time between a guest's power and load checks, ms (default 10 s; VTNODE_GUEST_INTERVAL_MS in tests). */
   guestIntervalMs?: number;
+  /** Info lines per job and per verified sample on stderr (default true; `vtnode run`'s own node: false). */
+  jobLines?: boolean;
 }
 
 export interface Daemon {
@@ -72,6 +76,8 @@ export interface Daemon {
   /** Dialable addresses with /p2p/<peer id>. */
   addrs(): string[];
   status(): FleetStatus;
+  /** The newest campaigns this node submitted (at most `limit`, default 8), newest first. */
+  campaigns(limit?: number): CampaignStatus[];
   /** Publishes a leaving advert, then stops everything. */
   stop(): Promise<void>;
   /** Resolves once the daemon has stopped. */
@@ -234,8 +240,13 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
   const digests = createDigestGossip({ host, fleetId: fleet.fleet, members: membership });
   guest = options.models
     ? createGuestGate({
-        policy: { pauseOnBattery: config.pauseOnBattery, maxLoad: config.maxLoad },
+        policy: {
+          pauseOnBattery: config.pauseOnBattery,
+          maxLoad: config.maxLoad,
+          pauseWhileUsedMs: config.pauseWhileUsedMs,
+        },
         power: options.power ?? platformPowerSource(),
+        idle: platformIdleSource(),
         ...(options.guestIntervalMs ? { intervalMs: options.guestIntervalMs } : {}),
         log: logger('vtnode:guest'),
         onChange: () => {
@@ -260,6 +271,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
         unconfined: config.unconfined,
         maxJobs: config.maxJobs,
         onChange: () => fleetMembership.touch(),
+        jobLines: options.jobLines ?? true,
         ...(options.wrapScorer ? { wrapScorer: options.wrapScorer } : {}),
       })
     : null;
@@ -281,6 +293,11 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       return worker.executor.local();
     },
   });
+  if (worker) {
+    const running = worker;
+    metrics().setLoadSource(() => running.load());
+    undo.push(() => metrics().setLoadSource(null));
+  }
   const unsubscribeModels = options.models?.onChange(() => fleetMembership.touch());
   const onWarm = () => fleetMembership.touch();
   options.models?.warm.addEventListener('change', onWarm);
@@ -316,6 +333,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     stopping ??= (async () => {
       log('stopping');
       unsubscribeModels?.();
+      metrics().setLoadSource(null);
       options.models?.warm.removeEventListener('change', onWarm);
       if (saving) clearTimeout(saving);
       await campaigns.stop();
@@ -327,7 +345,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       await worker?.stop();
       await fleetMembership.stop();
       // Let the leaving advert reach the mesh before the connections close.
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       await membership.stop();
       const latest = await dataDir.readState();
       latest.peers = fleetMembership.knownPeers();
@@ -391,6 +409,11 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     addrs: () => addrs().map((a) => `${a}/p2p/${peerId}`),
     membership,
     status,
+    campaigns: (limit = 8) =>
+      campaignStore
+        .list()
+        .slice(0, limit)
+        .map((c) => campaigns.status({ name: c.name })),
     stop,
     stopped,
     failure: () => failure,

@@ -57,6 +57,8 @@ export const NodeConfig = z.object({
   pauseOnBattery: z.boolean().default(false),
   /** A guest's manners: take no new jobs while the 1-minute load average is above this; null = no limit. */
   maxLoad: z.number().positive().max(10_000).nullable().default(null),
+  /** A guest's manners: take no new jobs while the owner used keyboard or mouse within this many ms (macOS); null = off. */
+  pauseWhileUsedMs: z.number().int().min(1000).nullable().default(null),
 });
 export type NodeConfig = z.infer<typeof NodeConfig>;
 

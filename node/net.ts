@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { multiaddr } from '@multiformats/multiaddr';
 
@@ -11,6 +11,18 @@ export function portFree(port: number, host = '0.0.0.0'): Promise<boolean> {
     const server = createServer();
     server.once('error', () => resolve(false));
     server.listen(port, host, () => server.close(() => resolve(true)));
+  });
+}
+
+/** A TCP port free on `host` right now (the OS picks it; another process may take it before use). */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
   });
 }
 

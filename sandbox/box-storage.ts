@@ -6,11 +6,11 @@ import { promisify } from 'node:util';
 import type { ExceededLimit } from './confinement.ts';
 import type { RunMonitor } from './group-run.ts';
 import type { Limits } from './limits.ts';
-import { sandboxLog } from './log.ts';
+import { logger } from './log.ts';
 import type { ProcInfo } from './procfs.ts';
 import { readMounts } from './procfs.ts';
 
-const log = sandboxLog('vtnode:sandbox:box-storage');
+const log = logger('vtnode:sandbox:box-storage');
 const execFileAsync = promisify(execFile);
 const TOOLS_ENV = { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' };
 

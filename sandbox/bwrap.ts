@@ -15,13 +15,13 @@ import {
 } from './confinement.ts';
 import { type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
 import { asRunLimits, type Limits, type ProcessLimits, rlimitCpuSeconds } from './limits.ts';
-import { sandboxLog } from './log.ts';
+import { logger } from './log.ts';
 import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace, processTree } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
 import { spawnGroup } from './spawn-group.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
 
-const log = sandboxLog('vtnode:sandbox:bwrap');
+const log = logger('vtnode:sandbox:bwrap');
 const execFileAsync = promisify(execFile);
 
 /** Host paths the sandbox sees read-only (when they exist): the dynamic loader, libraries, /usr tools. */

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { sha256Hex } from '../protocol/canonical.ts';
 import { SentinelState } from './integrity/sentinel.ts';
-import { sandboxLog } from './log.ts';
+import { logger } from './log.ts';
 import { StrengthKey } from './strength.ts';
 
-const log = sandboxLog('vtnode:sandbox:cache');
+const log = logger('vtnode:sandbox:cache');
 
 const Case = z.object({
   file: z.string(),

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sandboxLog } from './log.ts';
+import { logger } from './log.ts';
 import { type MountEntry, readMounts } from './procfs.ts';
 
-const log = sandboxLog('vtnode:sandbox:cgroup');
+const log = logger('vtnode:sandbox:cgroup');
 
 /** Which cgroup interface accounts for runs: v2 (unified), v1 (one hierarchy per controller) or none. */
 export type CgroupKind = 'v2' | 'v1' | 'none';

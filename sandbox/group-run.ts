@@ -2,10 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ExceededLimit, ResourceUsage, RunResult } from './confinement.ts';
 import type { Limits } from './limits.ts';
-import { sandboxLog } from './log.ts';
+import { logger } from './log.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 
-const log = sandboxLog('vtnode:sandbox:group-run');
+const log = logger('vtnode:sandbox:group-run');
 
 /** Watches one resource of a run: runGroup polls it at every sample and once more after the run. */
 export interface RunMonitor {

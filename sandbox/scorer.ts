@@ -16,7 +16,7 @@ import { packageVersion } from './judges/package.ts';
 import { countCases, inventoryDifferences, type TestCase } from './judges/verdict.ts';
 import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
 import { addedPatterns, LINTS } from './lints.ts';
-import { sandboxLog } from './log.ts';
+import { logger } from './log.ts';
 import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
 import { createStrengthJudge, type StrengthKey } from './strength.ts';
 import { addedTamper } from './tamper.ts';
@@ -136,7 +136,7 @@ interface Reference {
   problems: string[];
 }
 
-const log = sandboxLog('vtnode:sandbox:scorer');
+const log = logger('vtnode:sandbox:scorer');
 const TAIL = 4000;
 const tail = (s: string) => (s.length > TAIL ? `…${s.slice(-TAIL)}` : s);
 

@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
-import { startCollectorNode } from '../../node/collector/node.ts';
 import { openDatasetStore } from '../../node/collector/store.ts';
-import { startDaemon } from '../../node/daemon.ts';
+import type { startDaemon } from '../../node/daemon.ts';
 import { workspaceId } from '../../node/workspace/content-id.ts';
 import { parseDuration } from '../../protocol/token.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
@@ -9,6 +8,7 @@ import { readTasks } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
 import { openScorer, refuseUnreadyWorkspace } from '../scorer.ts';
+import { expandUiFlag, startUi, uiOptions, uiOptionsUsage, uiSettings } from '../ui.ts';
 import { fractionOption } from './export.ts';
 import { acceptToken } from './join.ts';
 
@@ -32,7 +32,8 @@ Collect options:
   --workspace DIR          a built checkout audits score against, repeatable (no workspace, no audits)
   --catch-up-interval DUR  how often to ask every node for missed digests (default 30s)
   --unconfined             audit without the sandbox (trusted input only)
-${nodeOptionsUsage}`;
+${nodeOptionsUsage}
+${uiOptionsUsage}`;
 
 export const command: Command = {
   name: 'collect',
@@ -40,9 +41,10 @@ export const command: Command = {
   usage,
   async run(argv) {
     const { values } = parseOptions(
-      argv,
+      expandUiFlag(argv),
       {
         ...nodeOptions,
+        ...uiOptions,
         out: { type: 'string' },
         token: { type: 'string' },
         tasks: { type: 'string' },
@@ -54,6 +56,7 @@ export const command: Command = {
       usage,
     );
     if (!values.out) throw new CliError(`--out DATASET is required\n\n${usage}`, 2);
+    const uiAt = uiSettings(values);
     const minReward = fractionOption(values['min-reward'], 'min-reward', 1);
     const auditFraction = fractionOption(values['audit-fraction'], 'audit-fraction', 0.05);
     let catchUpIntervalMs = 30_000;
@@ -90,6 +93,9 @@ export const command: Command = {
 
     // The dataset opens before the node listens: a corrupt index refuses the start at once.
     const store = openDatasetStore(resolve(values.out));
+    // The node's modules (libp2p, gossipsub) load only when it starts: `collect --help` stays light.
+    const { startDaemon } = await import('../../node/daemon.ts');
+    const { startCollectorNode } = await import('../../node/collector/node.ts');
     let daemon: Awaited<ReturnType<typeof startDaemon>>;
     try {
       daemon = await startDaemon({ dataDir, fleet, config });
@@ -138,7 +144,18 @@ export const command: Command = {
         `  ${tasks.length} tasks added; audits: ${scorer ? `${auditFraction * 100}% of verified samples` : 'off (no --workspace)'}\n` +
         '  Ctrl-C or `vtnode leave` stops it.\n',
     );
+    const ui = uiAt
+      ? await startUi(uiAt, {
+          status: () => daemon.status(),
+          campaigns: () => daemon.campaigns(),
+          dataset: () => ({ status: () => node.status(), samples: () => store.samples(), minReward }),
+        }).catch(async (err: Error) => {
+          await daemon.stop();
+          throw err;
+        })
+      : null;
     await daemon.stopped;
+    await ui?.close();
     await node.stop();
     const failure = daemon.failure();
     if (failure) throw new CliError(failure.message);

@@ -1,47 +1,44 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, open, readFile } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
+import { cp, mkdir, mkdtemp, open, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sleep } from '../../node/async/sleep.ts';
 import { connectControl } from '../../node/control/client.ts';
 import { DataDir } from '../../node/data-dir.ts';
 import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
+import { freePort } from '../../node/net.ts';
 import type { FleetStatus } from '../../node/status.ts';
 import { createConfinement } from '../../sandbox/backend.ts';
 import { BackendUnavailableError } from '../../sandbox/confinement.ts';
-import { readTasks } from '../../sandbox/tasks-file.ts';
+import { readTasks, readTasksFile } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+import { pickDemoTasks } from '../demo-plan.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = join(REPO, 'bin', 'vtnode.js');
 const CORPUS = join(REPO, 'examples', 'ledger');
 
-const usage = `Usage: vtnode demo [--nodes 3] [-k 2] [--dir DIR]
+const usage = `Usage: vtnode demo [--nodes 2] [-k 2] [--tasks 8] [--dir DIR] [--no-ui]
 
 The whole pipeline on this machine, on embedded defaults: mines the example corpus
-(examples/ledger), calibrates the tasks in the sandbox, starts a fleet of N nodes (separate
+(examples/ledger), takes a share of its tasks (eval tasks first, both kinds, spread over modules),
+calibrates them in the sandbox, starts a fleet of N nodes (separate
 processes on loopback), each with an emulated model server (no weights: it answers with the
 references, mutants of them and garbage, with real prompt-cache behaviour), runs a campaign of k
 samples per task through the mesh, then has a collector node gather the verified samples (checked
-against their signed digests, spot-audited), exports them for mlx_lm.lora and reports pass@k.
+against their signed digests, spot-audited), exports them for mlx_lm.lora and reports pass@k on the
+eval split (the held-out tasks) and on train. Every node and the collector start with the reference
+runs calibration already made (the same sandbox, workspace and judges: the same cache keys).
 Prints where everything was written.
 
-  --nodes N     fleet size (default 3)
+  --nodes N     fleet size (default 2)
   -k N          samples per task (default 2)
-  --dir DIR     where to work (default a new temp dir)`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+  --tasks N     tasks taken from the corpus, 0 for all (default 8)
+  --dir DIR     where to work (default a new temp dir)
+  --no-ui       no web view (by default the first node and the collector serve one on loopback,
+                and their addresses are printed)`;
 
 async function sandboxFlags(): Promise<string[]> {
   try {
@@ -57,17 +54,35 @@ async function sandboxFlags(): Promise<string[]> {
   }
 }
 
+/**
+ * Gives a node's data dir the reference runs calibration made: the scorer keys them by evaluation
+ * fingerprint, task and reference, so a node scoring the same tasks in the same sandbox reuses them
+ * instead of running every reference again (it still runs any it lacks, and checks each entry on read).
+ */
+async function seedReferences(calibration: string, dataDir: string): Promise<void> {
+  const from = join(calibration, 'cache', 'references');
+  if (!existsSync(from)) return;
+  await mkdir(join(dataDir, 'cache'), { recursive: true, mode: 0o700 });
+  await cp(from, join(dataDir, 'cache', 'references'), { recursive: true });
+}
+
 function step(text: string): void {
   process.stderr.write(`\n== ${text}\n`);
 }
 
-/** Runs `vtnode ARGS` with stderr shown; stdout shown, or written to `stdoutFile`. */
-async function vt(args: string[], inherit = true, stdoutFile?: string): Promise<number> {
+/** Runs `vtnode ARGS` with stderr shown; stdout shown, or written to `stdoutFile`; `env` added. */
+async function vt(
+  args: string[],
+  inherit = true,
+  stdoutFile?: string,
+  env?: Record<string, string>,
+): Promise<number> {
   const out = stdoutFile ? await open(stdoutFile, 'w') : null;
   try {
     return await new Promise((resolve, reject) => {
       const child = spawn(process.execPath, [BIN, ...args], {
         stdio: ['ignore', out ? out.fd : inherit ? 'inherit' : 'ignore', 'inherit'],
+        ...(env ? { env: { ...process.env, ...env } } : {}),
       });
       child.on('error', reject);
       child.on('exit', (code) => resolve(code ?? 1));
@@ -98,15 +113,26 @@ export const command: Command = {
   async run(argv) {
     const { values } = parseOptions(
       argv,
-      { nodes: { type: 'string' }, k: { type: 'string', short: 'k' }, dir: { type: 'string' } },
+      {
+        nodes: { type: 'string' },
+        k: { type: 'string', short: 'k' },
+        tasks: { type: 'string' },
+        dir: { type: 'string' },
+        'no-ui': { type: 'boolean' },
+      },
       usage,
     );
-    const n = intOption(values.nodes, 'nodes', 3);
+    const n = intOption(values.nodes, 'nodes', 2);
     const k = intOption(values.k, 'k', 2);
+    const taskCount = intOption(values.tasks, 'tasks', 8);
     if (n < 1 || n > 16) throw new CliError('--nodes must be 1-16', 2);
     const dir = values.dir ?? (await mkdtemp(join(tmpdir(), 'vtnode-demo-')));
+    await mkdir(dir, { recursive: true, mode: 0o700 });
     const tasks = join(dir, 'tasks.jsonl');
+    const picked = join(dir, 'tasks.demo.jsonl');
     const calibrated = join(dir, 'tasks.calibrated.jsonl');
+    // Calibration's own data dir (its reference runs seed the nodes'), not the user's ~/.vtnode.
+    const calibration = join(dir, 'calibration');
 
     if (!existsSync(join(CORPUS, 'node_modules'))) {
       step(`installing the example corpus's dependencies (npm ci in ${CORPUS})`);
@@ -126,8 +152,18 @@ export const command: Command = {
 
     step(`mining ${CORPUS}`);
     if ((await vt(['mine', '--root', CORPUS, '--out', tasks])) !== 0) throw new CliError('mining failed');
-    step('calibrating: every task whose reference does not score 1.0 in the sandbox is dropped');
-    if ((await vt(['calibrate', '--tasks', tasks, '--out', calibrated, '--jobs', '2', ...sandbox])) !== 0) {
+    const mined = await readTasksFile(tasks);
+    const chosen = pickDemoTasks(
+      mined.map((l) => ({ ...l.task, line: l.line })),
+      taskCount,
+    );
+    await writeFile(picked, chosen.map((t) => `${t.line}\n`).join(''));
+    const evalCount = chosen.filter((t) => t.split === 'eval').length;
+    step(
+      `calibrating ${chosen.length} of the ${mined.length} tasks (${evalCount} eval): every task whose reference does not score 1.0 in the sandbox is dropped`,
+    );
+    const calibrate = ['calibrate', '--tasks', picked, '--out', calibrated, '--jobs', '2', ...sandbox];
+    if ((await vt(calibrate, true, undefined, { VTNODE_HOME: calibration })) !== 0) {
       throw new CliError('calibration failed');
     }
     const kept = await readTasks(calibrated);
@@ -160,11 +196,15 @@ export const command: Command = {
         '1s',
         ...sandbox,
       ];
+      for (const d of [...dirs, join(dir, 'collector')]) await seedReferences(calibration, d);
       const port = await freePort();
       const token = (
         await capture(['init', '--fleet', 'demo', '--listen', `/ip4/127.0.0.1/tcp/${port}`, ...nodeArgs(0)])
       ).trim();
-      nodes.push(spawn(process.execPath, [BIN, 'start', '--data-dir', dirs[0]!], { stdio: 'ignore' }));
+      // The web view of the first node (the submitter): the fleet and the campaign, live.
+      const ui = values['no-ui'] ? [] : ['--ui', String(await freePort())];
+      nodes.push(spawn(process.execPath, [BIN, 'start', '--data-dir', dirs[0]!, ...ui], { stdio: 'ignore' }));
+      if (ui[1]) process.stderr.write(`   web view: http://127.0.0.1:${ui[1]}/ (fleet and campaign, live)\n`);
       for (let i = 1; i < n; i++) {
         nodes.push(
           spawn(process.execPath, [BIN, 'join', token, '--listen', '/ip4/127.0.0.1/tcp/0', ...nodeArgs(i)], {
@@ -180,7 +220,7 @@ export const command: Command = {
           .catch(() => null);
         if (st && st.nodes.length === n && st.nodes.every((x) => x.models.length > 0 && x.sandbox.ok)) break;
         if (Date.now() > deadline) throw new CliError('the demo fleet did not come up within 90 s');
-        await new Promise((r) => setTimeout(r, 500));
+        await sleep(500);
       }
       await vt(['status', '--data-dir', dirs[0]!]);
 
@@ -209,7 +249,19 @@ export const command: Command = {
         '/ip4/127.0.0.1/tcp/0',
       ];
       collectArgs.push('--out', dataset, '--tasks', calibrated, '--workspace', CORPUS, ...sandbox);
-      const collector = spawn(process.execPath, [BIN, ...collectArgs], { stdio: 'ignore' });
+      const collectorUi = values['no-ui'] ? null : await freePort();
+      if (collectorUi !== null) {
+        collectArgs.push('--ui', String(collectorUi));
+        process.stderr.write(`   web view: http://127.0.0.1:${collectorUi}/ (the dataset, live)\n`);
+      }
+      // Its catch-up at start runs before it has met any node; the next one would come 30 s later.
+      collectArgs.push('--catch-up-interval', '2s');
+      // VTNODE_HOME: collect's audit scorer keeps its reference runs in $VTNODE_HOME/cache, not in
+      // --data-dir's; pointing it at the collector's data dir keeps the seeded runs in use (and ~/.vtnode clean).
+      const collector = spawn(process.execPath, [BIN, ...collectArgs], {
+        stdio: 'ignore',
+        env: { ...process.env, VTNODE_HOME: collectorDir },
+      });
       nodes.push(collector);
       const until = Date.now() + 180_000;
       for (;;) {
@@ -219,15 +271,17 @@ export const command: Command = {
         if (st && st.stats.samples >= scored && st.stats.pending === 0) break;
         if (Date.now() > until)
           throw new CliError('the collector did not gather every sample within 3 minutes');
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000);
       }
       await vt(['status', '--data-dir', collectorDir]);
 
       step('exporting for mlx_lm.lora, and the eval table (pass@k)');
       await vt(['export', '--from', dataset, '--format', 'mlx', '--out', join(dir, 'mlx')]);
-      await vt(['report', '--from', dataset]);
+      // The eval table: pass@k on the held-out tasks (what a model is judged on); then on train.
+      await vt(['report', '--from', dataset, '--split', 'eval']);
+      await vt(['report', '--from', dataset, '--split', 'train']);
       process.stderr.write(
-        `\ntasks: ${tasks}\ncalibrated: ${calibrated}\ncampaign summary: ${summaryFile}\n` +
+        `\ntasks: ${tasks}\ndemo tasks: ${picked}\ncalibrated: ${calibrated}\ncampaign summary: ${summaryFile}\n` +
           `dataset: ${dataset}\ntraining data: ${join(dir, 'mlx')}\nnode data dirs: ${dirs.join(' ')}\n`,
       );
       return 0;

@@ -2,15 +2,16 @@ import type { DataDir, FleetFile, NodeConfig } from '../../node/data-dir.ts';
 import { decodeToken, type TokenBody, TokenError } from '../../protocol/token.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
-import { runDaemonForeground } from '../run-daemon.ts';
+import { expandUiFlag, uiOptions, uiOptionsUsage, uiSettings } from '../ui.ts';
 
-const usage = `Usage: vtnode join TOKEN [node options]
+const usage = `Usage: vtnode join TOKEN [--ui [PORT]] [node options]
 
 Joins the fleet a token names and runs this node in the foreground (Ctrl-C leaves). The token's
 signed invitation is checked here, then exchanged with a node holding the fleet key for a membership
 certificate, renewed automatically while the node runs. Everything is saved in the data dir: later,
 \`vtnode start\` brings the node back with the same identity and certificate.
-${nodeOptionsUsage}`;
+${nodeOptionsUsage}
+${uiOptionsUsage}`;
 
 /**
  * Checks a join token (its key chain, the invitation's signature and expiry, and that it is for this
@@ -51,16 +52,25 @@ export async function acceptToken(dataDir: DataDir, text: string): Promise<Fleet
 }
 
 /** What `vtnode join` does before the node runs: the token checked and saved, the options saved. */
-export async function prepareJoin(
-  argv: string[],
-): Promise<{ dataDir: DataDir; fleet: FleetFile; config: NodeConfig }> {
-  const { values, positionals } = parseOptions(argv, nodeOptions, usage, true);
+export async function prepareJoin(argv: string[]): Promise<{
+  dataDir: DataDir;
+  fleet: FleetFile;
+  config: NodeConfig;
+  ui: { host: string; port: number } | null;
+}> {
+  const { values, positionals } = parseOptions(
+    expandUiFlag(argv),
+    { ...nodeOptions, ...uiOptions },
+    usage,
+    true,
+  );
+  const ui = uiSettings(values);
   if (positionals.length !== 1) throw new CliError(`expected exactly one TOKEN\n\n${usage}`, 2);
   const dataDir = dataDirFrom(values);
   const fleet = await acceptToken(dataDir, positionals[0]!);
   const config = mergeConfig(await dataDir.readConfig(), values);
   await dataDir.writeConfig(config);
-  return { dataDir, fleet, config };
+  return { dataDir, fleet, config, ui };
 }
 
 export const command: Command = {
@@ -68,7 +78,9 @@ export const command: Command = {
   summary: 'join a fleet with a token and run this node',
   usage,
   async run(argv) {
-    const { dataDir, fleet, config } = await prepareJoin(argv);
-    return runDaemonForeground(dataDir, fleet, config);
+    const { dataDir, fleet, config, ui } = await prepareJoin(argv);
+    // The node's modules (libp2p, gossipsub, openai) load only when it starts: `--help` stays light.
+    const { runDaemonForeground } = await import('../run-daemon.ts');
+    return runDaemonForeground(dataDir, fleet, config, { ui });
   },
 };

@@ -1,3 +1,4 @@
+import { sleep } from '../../node/async/sleep.ts';
 import { connectControl, NoDaemonError } from '../../node/control/client.ts';
 import { CliError, type Command, parseOptions } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
@@ -33,7 +34,7 @@ export const command: Command = {
     }
     const deadline = Date.now() + 15_000;
     while (controlFile && alive(controlFile.pid) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     if (controlFile && alive(controlFile.pid))
       throw new CliError(`the node (pid ${controlFile.pid}) did not stop within 15 s`);

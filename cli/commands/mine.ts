@@ -21,7 +21,9 @@ Options:
                          ${DEFAULT_ROOT})
   --out FILE             tasks file to write, one JSON task per line (default: ./tasks.jsonl)
   --kinds LIST           task kinds: file,tests (default: both)
-  --eval-fraction F      fraction of groups held out for eval, by stable hash (default: 0.1)
+  --eval-fraction F      fraction of groups held out for eval, by stable hash (default: 0.1);
+                         when no group with tasks hashes below it (small repositories), groups
+                         are held out in hash order until F of the tasks are
   --eval-share F         instead, hold out whole groups (in stable hash order) until this share
                          of the tasks is in eval: for repositories with few groups
   --eval-modules LIST    hold out every group containing one of these modules

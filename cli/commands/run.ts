@@ -1,13 +1,13 @@
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
+import { pause, sleep } from '../../node/async/sleep.ts';
 import {
   type ControlClient,
   connectControl,
   DaemonBusyError,
   NoDaemonError,
 } from '../../node/control/client.ts';
-import { startDaemon } from '../../node/daemon.ts';
-import { createModelService } from '../../node/models/service.ts';
+import type { startDaemon } from '../../node/daemon.ts';
 import type { CampaignStartRequest, CampaignStatus, StartResponse } from '../../node/submitter/service.ts';
 import { parseDuration } from '../../protocol/token.ts';
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
@@ -144,22 +144,12 @@ export async function pollStatus(
         if (Date.now() - since >= budget) throw err;
       } else if (++failures >= 5) throw err;
       options.onRetry?.(err as Error);
-      await sleep(
+      await pause(
         Math.min(5000, (options.firstDelayMs ?? 500) * 2 ** Math.min(attempt - 1, 4)),
         options.signal,
       );
     }
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }
 
 /** pollStatus for the CLI: retries are said on stderr; a daemon that died says how to resume. */
@@ -255,6 +245,9 @@ export const command: Command = {
       const { refuseUnreadyWorkspace } = await import('../scorer.ts');
       for (const dir of config.workspaces) refuseUnreadyWorkspace(dir);
       process.stderr.write('no daemon running for this data dir: starting this node for the campaign\n');
+      // Loaded only here: against a running daemon, `run` never loads libp2p or the model clients.
+      const { startDaemon } = await import('../../node/daemon.ts');
+      const { createModelService } = await import('../../node/models/service.ts');
       ownDaemon = await startDaemon({
         dataDir,
         fleet,
@@ -263,10 +256,12 @@ export const command: Command = {
           urls: config.modelServers,
           autodetect: config.modelServers.length === 0,
         }),
+        // The progress line says what its jobs do; per-job lines would break its redraw.
+        jobLines: false,
       });
       control = await connectControl(dataDir);
       // Give the fleet view a moment to fill from the peers' adverts.
-      await new Promise((r) => setTimeout(r, Math.min(3 * config.advertIntervalMs, 6000)));
+      await sleep(Math.min(3 * config.advertIntervalMs, 6000));
     }
 
     try {
@@ -326,7 +321,7 @@ export const command: Command = {
             );
             return 0;
           }
-          await new Promise((r) => setTimeout(r, 500));
+          await sleep(500);
         }
       } finally {
         process.removeListener('SIGINT', onSigint);

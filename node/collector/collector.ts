@@ -6,9 +6,11 @@ import { sampleId } from '../../protocol/job.ts';
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
+import { sleep } from '../async/sleep.ts';
 import { fetchBodies, fetchDigests, fetchOrigins } from '../digests/servers.ts';
 import { checkRelayed } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
+import { metrics } from '../metrics.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import { planCatchUp, summaryKey, worthPulling } from './catch-up.ts';
 import { claimsAgree } from './claims.ts';
@@ -391,7 +393,14 @@ export function createCollector(options: CollectorOptions): Collector {
       // One transaction per reply: a durable commit per body would cost a disk flush each.
       store.putBodies(accepted);
       const now = Date.now();
-      for (const { body } of accepted) lag.record(Math.max(1, Math.round(now - body.scoredAt)));
+      for (const { body, digest } of accepted) {
+        lag.record(Math.max(1, Math.round(now - body.scoredAt)));
+        const m = metrics();
+        m.collectorLag.observe(
+          { origin: m.originLabel(digest.origin) },
+          Math.max(0, now - body.scoredAt) / 1000,
+        );
+      }
       for (const { digest } of accepted) if (wantsAudit(digest)) queueAudit(digest);
       missing = missing.filter((d) => !settled.has(rowKey(d)));
     }
@@ -510,7 +519,7 @@ export function createCollector(options: CollectorOptions): Collector {
       for (;;) {
         const waits = [bodies.size() > 0 ? bodies.drained() : null, auditing, catchingUp].filter(Boolean);
         if (flushTimer || queued.size > 0) {
-          await new Promise((r) => setTimeout(r, fetchDelayMs + 5));
+          await sleep(fetchDelayMs + 5);
           continue;
         }
         if (waits.length === 0) return;

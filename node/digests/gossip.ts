@@ -4,6 +4,7 @@ import { digestTopic } from '../../protocol/topics.ts';
 import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
 import type { OriginCheck } from '../membership/service.ts';
+import { countedValidator, metrics } from '../metrics.ts';
 import { decodeDigest, digestValidator, encodeDigest } from './codec.ts';
 
 export interface DigestGossipOptions {
@@ -44,11 +45,14 @@ export function createDigestGossip(options: DigestGossipOptions): DigestGossip {
 
   // Another DigestGossip on this host (the daemon's, when the node also collects) may have set the
   // same validator; ours replaces it and counts rejections here.
-  const validator = digestValidator((err, from) => {
-    counts.rejected++;
-    log.warn(`rejected a digest from ${from}: ${err.message}`);
-    options.onReject?.(err, from);
-  }, options.members);
+  const validator = countedValidator(
+    'digest',
+    digestValidator((err, from) => {
+      counts.rejected++;
+      log.warn(`rejected a digest from ${from}: ${err.message}`);
+      options.onReject?.(err, from);
+    }, options.members),
+  );
   const previous = pubsub.topicValidators.get(topic);
   pubsub.topicValidators.set(topic, validator);
   const onMessage = (evt: CustomEvent) => {
@@ -80,6 +84,7 @@ export function createDigestGossip(options: DigestGossipOptions): DigestGossip {
       try {
         await pubsub.publish(topic, bytes);
         counts.published++;
+        metrics().gossip.inc({ topic: 'digest', direction: 'out' });
       } catch (err) {
         // Gossip is best effort: collectors catch up over /vtnode/log/2.
         counts.publishFailures++;

@@ -7,6 +7,7 @@ import { canonicalJson } from '../../protocol/canonical.ts';
 import { advertTopic } from '../../protocol/topics.ts';
 import { logger } from '../logger.ts';
 import type { OriginCheck } from '../membership/service.ts';
+import { countedValidator, metrics } from '../metrics.ts';
 import { type AdvertBody, advertValidator, decodeAdvert, encodeAdvert, fitAdvert } from './adverts.ts';
 import type { Host } from './host.ts';
 
@@ -97,6 +98,7 @@ export function createFleet(options: FleetOptions): Fleet {
     if (!leaving) view.apply(advert, Date.now());
     try {
       await pubsub.publish(topic, encodeAdvert(advert));
+      metrics().gossip.inc({ topic: 'advert', direction: 'out' });
     } catch (err) {
       log.warn('publishing the advert failed', err);
     }
@@ -162,7 +164,10 @@ export function createFleet(options: FleetOptions): Fleet {
 
   pubsub.topicValidators.set(
     topic,
-    advertValidator((err) => log.warn(`rejected an advert: ${err.message}`), options.members),
+    countedValidator(
+      'advert',
+      advertValidator((err) => log.warn(`rejected an advert: ${err.message}`), options.members),
+    ),
   );
   const onMessage = (evt: CustomEvent) => {
     const msg = evt.detail as { topic: string; type: string; data: Uint8Array; from?: PeerId };

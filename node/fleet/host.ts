@@ -9,6 +9,7 @@ import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { pnetKey } from '../data-dir.ts';
+import { libp2pLogger } from '../logger.ts';
 import { createInboundGater, type InboundGater } from './gater.ts';
 import type { InboundGuard } from './inbound-guard.ts';
 
@@ -118,6 +119,8 @@ export async function createHost(options: HostOptions): Promise<Host> {
   const inbound: InboundGater = createInboundGater({ maxPendingPerAddress: limits.maxPendingPerAddress });
   const host = (await createLibp2p({
     privateKey: options.privateKey,
+    // libp2p's logs through the program's logger (VTNODE_DEBUG=libp2p:... names its components).
+    logger: libp2pLogger(),
     addresses: { listen: options.listen },
     transports: [tcp()],
     connectionProtector: switchablePsk(options.psk),

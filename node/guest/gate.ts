@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os';
 import type { Logger } from '../logger.ts';
-import type { PowerSource, PowerState } from './power.ts';
+import type { IdleSource, PowerSource, PowerState } from './power.ts';
 
 /** When a guest node stops taking jobs. */
 export interface GuestPolicy {
@@ -8,6 +8,8 @@ export interface GuestPolicy {
   pauseOnBattery: boolean;
   /** Take no new jobs while the 1-minute load average is above this; null = no limit. */
   maxLoad: number | null;
+  /** Take no new jobs while the owner used the keyboard or mouse within this many ms (macOS); null = never. */
+  pauseWhileUsedMs?: number | null;
 }
 
 /** What the gate saw at one check. */
@@ -15,6 +17,8 @@ export interface GuestReading {
   power: PowerState;
   /** 1-minute load average. */
   load1: number;
+  /** Time since the owner's last input, ms, or null where unknown. */
+  idleMs?: number | null;
 }
 
 /**
@@ -33,6 +37,9 @@ export function pauseReason(policy: GuestPolicy, reading: GuestReading, paused: 
     const pct = reading.power.percent === null ? '' : ` (${reading.power.percent}%)`;
     return `on battery${pct}`;
   }
+  const used = policy.pauseWhileUsedMs ?? null;
+  if (used !== null && reading.idleMs != null && reading.idleMs < used)
+    return `in use (keyboard or mouse within ${formatMinutes(used)})`;
   if (policy.maxLoad !== null) {
     const limit = paused ? policy.maxLoad * RESUME_LOAD_SHARE : policy.maxLoad;
     if (reading.load1 > limit) return `load ${reading.load1.toFixed(1)} above --max-load ${policy.maxLoad}`;
@@ -40,11 +47,17 @@ export function pauseReason(policy: GuestPolicy, reading: GuestReading, paused: 
   return null;
 }
 
+function formatMinutes(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000} min` : `${Math.round(ms / 1000)} s`;
+}
+
 export interface GuestGateOptions {
   /** When to pause. */
   policy: GuestPolicy;
   /** The machine's power state (platformPowerSource()). */
   power: PowerSource;
+  /** Time since the owner's last input (platformIdleSource()); needed for `pauseWhileUsedMs`. */
+  idle?: IdleSource;
   /** 1-minute load average (default os.loadavg()[0]). */
   load?: () => number;
   /** Time between checks, ms (default 10 s). */
@@ -73,7 +86,8 @@ export interface GuestGate {
 export function createGuestGate(options: GuestGateOptions): GuestGate {
   const { policy, log } = options;
   const load = options.load ?? (() => loadavg()[0]!);
-  const active = policy.pauseOnBattery || policy.maxLoad !== null;
+  const usedMs = policy.pauseWhileUsedMs ?? null;
+  const active = policy.pauseOnBattery || policy.maxLoad !== null || usedMs !== null;
   const abort = new AbortController();
   let reason: string | null = null;
   let since: number | null = null;
@@ -83,8 +97,9 @@ export function createGuestGate(options: GuestGateOptions): GuestGate {
     const power = policy.pauseOnBattery
       ? await options.power.read(abort.signal)
       : { onBattery: null, percent: null };
+    const idleMs = usedMs !== null && options.idle ? await options.idle.idleMs(abort.signal) : null;
     if (abort.signal.aborted) return;
-    const next = pauseReason(policy, { power, load1: load() }, reason !== null);
+    const next = pauseReason(policy, { power, load1: load(), idleMs }, reason !== null);
     if ((next === null) === (reason === null)) {
       reason = next;
       return;

@@ -110,3 +110,37 @@ export function platformPowerSource(env: NodeJS.ProcessEnv = process.env): Power
   if (process.platform === 'linux') return linuxPowerSource();
   return { read: async () => UNKNOWN };
 }
+
+/**
+ * Parses `ioreg -c IOHIDSystem -d 4` (macOS) for the time since the last keyboard or mouse input:
+ * `"HIDIdleTime" = 1234567890` in nanoseconds. Null when absent.
+ */
+export function parseHidIdleMs(text: string): number | null {
+  const ns = /"HIDIdleTime" = (\d+)/.exec(text)?.[1];
+  return ns === undefined ? null : Math.floor(Number(ns) / 1e6);
+}
+
+/** Time since the owner last used the machine, ms, or null where that is not cheap to know. */
+export interface IdleSource {
+  idleMs(signal?: AbortSignal): Promise<number | null>;
+}
+
+/**
+ * macOS: `ioreg` (about 20 ms). Elsewhere null: Linux has no cheap, display-server-independent
+ * measure (X11 and Wayland each need their own), so `--pause-while-used` is macOS only.
+ */
+export function platformIdleSource(): IdleSource {
+  if (process.platform !== 'darwin') return { idleMs: async () => null };
+  return {
+    idleMs(signal) {
+      return new Promise((resolve) => {
+        execFile(
+          'ioreg',
+          ['-c', 'IOHIDSystem', '-d', '4'],
+          { timeout: 5000, maxBuffer: 4 * 1024 * 1024, ...(signal ? { signal } : {}) },
+          (err, out) => resolve(err ? null : parseHidIdleMs(out)),
+        );
+      });
+    },
+  };
+}

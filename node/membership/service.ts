@@ -31,6 +31,7 @@ import {
   revocationTopic,
   SAMPLE_PROTOCOL,
 } from '../../protocol/topics.ts';
+import { sleep } from '../async/sleep.ts';
 import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
 import { installStreamGate, type StreamGate } from '../wire/gate.ts';
@@ -249,7 +250,7 @@ export async function startMembershipService(options: MembershipServiceOptions):
         return;
       } catch (err) {
         log('hello to %s failed (attempt %d): %s', peer, attempt, (err as Error).message);
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000);
       }
     }
   }

@@ -1,15 +1,21 @@
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
 import { z } from 'zod';
 import { fingerprint } from '../../protocol/canonical.ts';
 import { type ExtractResult, extractCodeBlock } from '../../protocol/extract.ts';
 import { ParseError, parseWith } from '../../protocol/parse.ts';
 import type { ChatMessage } from '../../protocol/task.ts';
+import { createSemaphore } from '../async/semaphore.ts';
+import { sleep } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import { AbortedError, ModelServerError, QueueFullError } from './errors.ts';
 import { describeFetchError } from './http.ts';
 import type { ServerBehaviour } from './probe.ts';
-import { createSemaphore } from './semaphore.ts';
 import { classifyWarm, type WarmObservation, type WarmSet } from './warm.ts';
+
+type OpenAISdk = typeof import('openai');
+let openaiSdk: Promise<OpenAISdk> | undefined;
+/** The openai SDK, loaded at the first request: an idle node (no campaign yet) does not hold its code. */
+const loadOpenAI = (): Promise<OpenAISdk> => (openaiSdk ??= import('openai'));
 
 const log = logger('vtnode:models:adapter');
 
@@ -204,21 +210,6 @@ interface Response {
 
 const CHAT_PATH = '/v1/chat/completions';
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new AbortedError());
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(new AbortedError());
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 /** A push-based async iterator: producers push outcomes, the consumer awaits them in arrival order. */
 function channel<T>() {
   const items: T[] = [];
@@ -276,13 +267,18 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       retryable: false,
       ...(cause ? { cause } : {}),
     });
-  const client = new OpenAI({
-    baseURL: `${url}/v1`,
-    apiKey: options.apiKey ?? 'sk-no-key-required',
-    maxRetries: 0,
-    timeout: requestTimeoutMs + 5_000,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-  });
+  let client: OpenAI | null = null;
+  const openClient = async (): Promise<OpenAI> => {
+    const { default: OpenAIClient } = await loadOpenAI();
+    client ??= new OpenAIClient({
+      baseURL: `${url}/v1`,
+      apiKey: options.apiKey ?? 'sk-no-key-required',
+      maxRetries: 0,
+      timeout: requestTimeoutMs + 5_000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+    return client;
+  };
 
   const wrapParse = (err: unknown): never => {
     if (err instanceof ParseError)
@@ -311,6 +307,8 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       ...(req.sampling.topP !== undefined ? { top_p: req.sampling.topP } : {}),
       ...(n > 1 ? { n } : {}),
     };
+    const client = await openClient();
+    const { APIConnectionError, APIError, APIUserAbortError } = await loadOpenAI();
     const started = performance.now();
     try {
       if (!stream || n > 1) {

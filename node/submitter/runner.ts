@@ -14,7 +14,9 @@ import {
   type WorkerMessage,
 } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
+import { sleep, pause as wait } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
+import { metrics } from '../metrics.ts';
 import type { Framed } from '../wire/framed.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import type { Campaign } from './campaign-store.ts';
@@ -23,20 +25,6 @@ import { type JobEvent, submitJob } from './job-client.ts';
 /** First pause before re-attaching to a job whose stream broke, ms; it doubles up to REATTACH_MAX_MS. */
 const REATTACH_MIN_MS = 500;
 const REATTACH_MAX_MS = 5000;
-
-/** Waits `ms`, or less if `signal` fires. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 export interface CampaignRunnerOptions {
   /** The campaign's persistent state (created or resumed by the campaign store). */
@@ -317,7 +305,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
           released(book.release(lease.jobId, 'disconnected'), 'worker gone');
           return;
         }
-        await sleep(pause, abort.signal);
+        await wait(pause, abort.signal);
         pause = Math.min(pause * 2, REATTACH_MAX_MS);
       }
     } finally {
@@ -355,6 +343,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       if (!backup) continue;
       backups.set(backup.jobId, job.jobId);
       campaign.placed(backup, now);
+      metrics().placements.inc({ kind: 'hedge' });
       log(
         'job %s on %s silent for %d ms: backup %s → %s',
         job.jobId,
@@ -380,6 +369,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     });
     for (const { lease, task, reason } of tick.decisions) {
       campaign.placed(lease, now);
+      metrics().placements.inc({ kind: reason });
       log('job %s → %s (%s)', lease.jobId, lease.peerId, reason);
       void runLease(lease, task);
     }
@@ -420,7 +410,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       wake = null;
     }
     // Let cancelled streams wind down before reporting.
-    while (streams.size > 0) await new Promise((r) => setTimeout(r, 50));
+    while (streams.size > 0) await sleep(50);
     if (options.signal?.aborted) {
       campaign.finish('cancelled', Date.now());
       return { status: 'cancelled', exhausted: book.stats().exhausted, problem: lastProblem };

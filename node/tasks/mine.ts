@@ -24,7 +24,7 @@ import { type ContextFile, filePrompt, moduleSystemOf, packContext, testsPrompt 
 import { createResolver } from './resolve.ts';
 import { scriptEnv } from './runner-common.ts';
 import { detectRunner, inTestDir, looksLikeTest } from './runners.ts';
-import { type Group, holdOutByShare, splitGroups, splitWarnings } from './split.ts';
+import { ensureEvalTasks, type Group, holdOutByShare, splitGroups, splitWarnings } from './split.ts';
 
 /** Version of the miner recorded on every task: bump when prompts or judge specs change. */
 export const MINER_VERSION = `${VTNODE_VERSION}+mine.2`;
@@ -526,12 +526,14 @@ export async function mine(options: MineOptions): Promise<MineResult> {
     }
   }
 
-  if (evalShare !== null) {
-    const tasksOf = new Map<string, number>();
-    for (const t of tasks) tasksOf.set(t.group, (tasksOf.get(t.group) ?? 0) + 1);
-    groups = holdOutByShare(groups, tasksOf, evalShare);
-    for (const t of tasks) t.split = groups.get(t.module)!.split;
-  }
+  // The split by task share (--eval-share), or the fraction-of-groups split made sure to hold out tasks.
+  const tasksOf = new Map<string, number>();
+  for (const t of tasks) tasksOf.set(t.group, (tasksOf.get(t.group) ?? 0) + 1);
+  groups =
+    evalShare !== null
+      ? holdOutByShare(groups, tasksOf, evalShare)
+      : ensureEvalTasks(groups, tasksOf, evalFraction);
+  for (const t of tasks) t.split = groups.get(t.module)!.split;
   lap('tasks');
   const leaks = checkLeakage(tasks, (t) => parsed.get(t.target)!.text);
   lap('leakage');

@@ -99,6 +99,7 @@ export function holdOutByShare(
   byModule: ReadonlyMap<string, Group>,
   tasksOf: ReadonlyMap<string, number>,
   share: number,
+  why = `--eval-share ${share}`,
 ): Map<string, Group> {
   const groups = [...new Map([...byModule.values()].map((g) => [g.id, g])).values()];
   const total = groups.reduce((n, g) => n + (tasksOf.get(g.id) ?? 0), 0);
@@ -114,10 +115,32 @@ export function holdOutByShare(
     updated.set(g.id, {
       ...g,
       split: 'eval',
-      reason: `--eval-share ${share}: held out in hash order (hash ${h.toFixed(4)})`,
+      reason: `${why}: held out in hash order (hash ${h.toFixed(4)})`,
     });
   }
   return new Map([...byModule].map(([m, g]) => [m, updated.get(g.id) ?? g]));
+}
+
+/**
+ * Guarantees a fraction-of-groups split an eval split with tasks in it. On a small repository no group
+ * may hash below the fraction (6 groups at 0.1: 53% of repositories), or only groups without tasks do;
+ * then whole groups are held out in hash order until they hold `evalFraction` of the tasks (see
+ * holdOutByShare: at least one group, never all of them). A fraction of 0 asks for no eval split.
+ */
+export function ensureEvalTasks(
+  byModule: ReadonlyMap<string, Group>,
+  tasksOf: ReadonlyMap<string, number>,
+  evalFraction: number,
+): Map<string, Group> {
+  const groups = new Map([...byModule.values()].map((g) => [g.id, g]));
+  const held = [...groups.values()].some((g) => g.split === 'eval' && (tasksOf.get(g.id) ?? 0) > 0);
+  if (evalFraction === 0 || held) return new Map(byModule);
+  return holdOutByShare(
+    byModule,
+    tasksOf,
+    evalFraction,
+    `no group with tasks hashes below --eval-fraction ${evalFraction}, so groups are held out by task share`,
+  );
 }
 
 /** Warnings about a split that cannot measure anything: an empty eval or an empty train split. */
@@ -131,7 +154,9 @@ export function splitWarnings(
     return [
       how.evalShare !== null
         ? `the eval split is empty: --eval-share ${how.evalShare} cannot hold out a group without emptying train (${groups} group(s)); name modules with --eval-modules`
-        : `the eval split is empty: none of the ${groups} group(s) hashes below --eval-fraction ${how.evalFraction}; hold out by task share with --eval-share 0.1, or name modules with --eval-modules`,
+        : how.evalFraction === 0
+          ? 'the eval split is empty: --eval-fraction 0 holds out nothing; name modules with --eval-modules'
+          : `the eval split is empty: the tasks are in one of the ${groups} group(s), which must stay in train; name modules with --eval-modules`,
     ];
   if (bySplit.train === 0) return [`the train split is empty: all ${groups} group(s) are held out for eval`];
   return [];

@@ -13,15 +13,24 @@ import {
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
+import { limiter } from '../async/semaphore.ts';
 import { logger } from '../logger.ts';
+import { metrics, verdictOf } from '../metrics.ts';
 import type { Sample, SampleOutcome } from '../models/adapter.ts';
 import type { ModelService } from '../models/service.ts';
 import type { Framed } from '../wire/framed.ts';
 import { localPair } from '../wire/local.ts';
 import { handleFramed, type StreamHost } from '../wire/streams.ts';
+import { jobAcceptedLine, jobFinishedLine, sampleLine } from './info-lines.ts';
 import { type JobActivity, jobLoad, newActivity, trackScoring } from './job-load.ts';
 import { createJobRun, type JobRun } from './job-run.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
+
+/** Counts a durable scored sample in this process's metrics. */
+function countScored(model: string, reward: number): void {
+  metrics().scored.inc({ model, verdict: verdictOf(reward) });
+  if (reward >= 1) metrics().verified.inc({ model });
+}
 
 /** Whether the node can log samples durably (a full disk, a broken sample log stop it). */
 export interface StorageHealth {
@@ -59,6 +68,8 @@ export interface JobExecutorOptions {
   onLoadChange?: () => void;
   /** Called after each sample is durable (digest gossip hooks in here). */
   onSample?: (sample: LoggedSample) => void;
+  /** Info lines per job and per verified sample (default true; false: at debug level only). */
+  jobLines?: boolean;
 }
 
 export interface JobExecutor {
@@ -84,22 +95,6 @@ interface Running {
   activity: JobActivity;
 }
 
-/** A small counting semaphore. */
-export function limiter(max: number) {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return async <T>(fn: () => Promise<T>): Promise<T> => {
-    if (active >= max) await new Promise<void>((r) => waiting.push(r));
-    active += 1;
-    try {
-      return await fn();
-    } finally {
-      active -= 1;
-      waiting.shift()?.();
-    }
-  };
-}
-
 /**
  * The worker side of /vtnode/job/1: accepts or refuses a job, generates its samples on the node's
  * model servers (warm, then fan out), scores each one in the sandbox as soon as it is generated
@@ -110,6 +105,7 @@ export function limiter(max: number) {
  */
 export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
   const log = logger('vtnode:worker:executor');
+  const info = options.jobLines === false ? log : log.info;
   const scoring = limiter(options.maxScoring ?? 2);
   const running = new Map<string, Running>();
   let stopped = false;
@@ -206,15 +202,20 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         diagnostics: '',
       };
     } else {
-      const r = await trackScoring(activity, scoring, () =>
-        options.scorer!.score({
-          task: job.task,
-          workspaceDir,
-          candidate,
-          truncated: sample.truncated,
-          signal,
-        }),
-      );
+      const r = await trackScoring(activity, scoring, async () => {
+        const endTimer = metrics().scoringSeconds.startTimer();
+        try {
+          return await options.scorer!.score({
+            task: job.task,
+            workspaceDir,
+            candidate,
+            truncated: sample.truncated,
+            signal,
+          });
+        } finally {
+          endTimer();
+        }
+      });
       // An infrastructure failure (the scorer already tried again) is never stored as a 0: the job fails
       // as a sandbox error and the submitter places the unfinished samples again.
       if (r.status === 'error' || r.reward === null)
@@ -300,6 +301,8 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       }
       const index = todo[outcome.index]!;
       log('job %s: sample %d generated in %d ms', job.jobId, index, Math.round(outcome.latencyMs));
+      metrics().generated.inc({ model: job.model });
+      metrics().completionTokens.inc({ model: job.model }, outcome.usage.completionTokens);
       run.generated({
         type: 'generated',
         jobId: job.jobId,
@@ -318,9 +321,10 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         scoreSample(job, index, outcome, signal, activity)
           .then((body) => {
             const logged = logSample(body);
+            countScored(job.model, body.score.reward);
             options.onSample?.(logged);
             run.scored(result(job.jobId, logged));
-            log('job %s: sample %d scored (reward %d)', job.jobId, index, body.score.reward);
+            info('%s', sampleLine(logged.body));
           })
           .catch((err: Error & { reason?: 'internal' }) => {
             if (!signal.aborted) failure ??= { reason: err.reason ?? 'sandbox-error', message: err.message };
@@ -334,6 +338,11 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     // Stopped (deadline, cancel, shutdown) before every sample was scored: say why.
     if (signal.aborted && job.samples.some((i) => !options.sampleLog.get(idOf(job, i))))
       throw signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
+  }
+
+  /** Rewards of the job's samples already in the log. */
+  function scoredRewards(job: JobRequest): number[] {
+    return job.samples.flatMap((i) => options.sampleLog.get(idOf(job, i))?.body.score.reward ?? []);
   }
 
   /** Starts a job: its work runs whatever happens to the streams attached to it. */
@@ -355,7 +364,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     running.set(job.jobId, entry);
     options.onLoadChange?.();
     const deadline = setTimeout(() => abort.abort(new Error('deadline')), job.deadlineMs);
-    log('job %s: %d samples of %s with %s', job.jobId, job.samples.length, job.task.id, job.model);
+    info('%s', jobAcceptedLine(job, scoredRewards(job).length));
     void execute(job, run, abort, entry.activity)
       .then(
         () => null,
@@ -378,6 +387,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         clearTimeout(deadline);
         if (!abort.signal.aborted) abort.abort(new Error('job over'));
         running.delete(job.jobId);
+        info('%s', jobFinishedLine(job, scoredRewards(job), failure));
         run.finish(failure);
         options.onLoadChange?.();
       });

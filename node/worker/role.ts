@@ -39,6 +39,8 @@ export interface WorkerRoleOptions {
   onSample?: (sample: LoggedSample) => void;
   /** Decorates the checked scorer before the executor uses it (the test harness builds lying workers so). */
   wrapScorer?: (scorer: Scorer) => Scorer;
+  /** Info lines per job and per verified sample (default true). */
+  jobLines?: boolean;
 }
 
 export interface WorkerRole {
@@ -75,6 +77,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     storage,
     maxJobs: options.maxJobs,
     ...(options.paused ? { paused: options.paused } : {}),
+    jobLines: options.jobLines ?? true,
     maxScoring: Math.max(1, Math.floor(cpus().length / 2)),
     onLoadChange: options.onChange,
     ...(options.onSample ? { onSample: options.onSample } : {}),

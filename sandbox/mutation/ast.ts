@@ -1,16 +1,19 @@
 import ts from 'typescript';
 
-/** Extension → how TypeScript parses the file (every extension a JS/TS runner executes). */
-const SCRIPT_KINDS: Record<string, ts.ScriptKind> = {
-  '.ts': ts.ScriptKind.TS,
-  '.mts': ts.ScriptKind.TS,
-  '.cts': ts.ScriptKind.TS,
-  '.tsx': ts.ScriptKind.TSX,
-  '.js': ts.ScriptKind.JS,
-  '.mjs': ts.ScriptKind.JS,
-  '.cjs': ts.ScriptKind.JS,
-  '.jsx': ts.ScriptKind.JSX,
-};
+/** Extension → how TypeScript parses the file (every extension a JS/TS runner executes). Built on first
+ * use: an idle node does not load TypeScript (the package bundle loads it lazily). */
+let scriptKinds: Record<string, ts.ScriptKind> | undefined;
+const SCRIPT_KINDS = (): Record<string, ts.ScriptKind> =>
+  (scriptKinds ??= {
+    '.ts': ts.ScriptKind.TS,
+    '.mts': ts.ScriptKind.TS,
+    '.cts': ts.ScriptKind.TS,
+    '.tsx': ts.ScriptKind.TSX,
+    '.js': ts.ScriptKind.JS,
+    '.mjs': ts.ScriptKind.JS,
+    '.cjs': ts.ScriptKind.JS,
+    '.jsx': ts.ScriptKind.JSX,
+  });
 
 /** The extension of a path as TypeScript sees it (`.d.ts` counts as a declaration file). */
 export function extensionOf(fileName: string): string {
@@ -24,7 +27,7 @@ export function extensionOf(fileName: string): string {
 
 /** True for files whose syntax admits type assertions (`x as never`). */
 export function isTypeScript(fileName: string): boolean {
-  const kind = SCRIPT_KINDS[extensionOf(fileName)];
+  const kind = SCRIPT_KINDS()[extensionOf(fileName)];
   return kind === ts.ScriptKind.TS || kind === ts.ScriptKind.TSX;
 }
 
@@ -36,7 +39,7 @@ export function isDeclarationFile(fileName: string): boolean {
 /** Parses a source with parent pointers set (the walkers below rely on them). */
 export function parseSource(text: string, fileName: string): ts.SourceFile {
   const ext = extensionOf(fileName);
-  const kind = SCRIPT_KINDS[ext.replace(/^\.d/, '')] ?? ts.ScriptKind.TS;
+  const kind = SCRIPT_KINDS()[ext.replace(/^\.d/, '')] ?? ts.ScriptKind.TS;
   return ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, kind);
 }
 

@@ -71,50 +71,55 @@ interface Draft {
 /** The text inserted where an empty string becomes a non-empty one (Stryker: "Stryker was here!"). */
 export const FILLER = '__vtnode__';
 
-const ARITHMETIC: Partial<Record<ts.SyntaxKind, string>> = {
-  [ts.SyntaxKind.PlusToken]: '-',
-  [ts.SyntaxKind.MinusToken]: '+',
-  [ts.SyntaxKind.AsteriskToken]: '/',
-  [ts.SyntaxKind.SlashToken]: '*',
-  [ts.SyntaxKind.PercentToken]: '*',
-};
-/** `<` ↔ `<=` and `>` ↔ `>=`: off-by-one at the boundary. */
-const BOUNDARY: Partial<Record<ts.SyntaxKind, string>> = {
-  [ts.SyntaxKind.LessThanToken]: '<=',
-  [ts.SyntaxKind.LessThanEqualsToken]: '<',
-  [ts.SyntaxKind.GreaterThanToken]: '>=',
-  [ts.SyntaxKind.GreaterThanEqualsToken]: '>',
-};
-/** The negated comparison (Stryker's EqualityOperator without its boundary half). */
-const EQUALITY: Partial<Record<ts.SyntaxKind, string>> = {
-  [ts.SyntaxKind.LessThanToken]: '>=',
-  [ts.SyntaxKind.LessThanEqualsToken]: '>',
-  [ts.SyntaxKind.GreaterThanToken]: '<=',
-  [ts.SyntaxKind.GreaterThanEqualsToken]: '<',
-  [ts.SyntaxKind.EqualsEqualsToken]: '!=',
-  [ts.SyntaxKind.ExclamationEqualsToken]: '==',
-  [ts.SyntaxKind.EqualsEqualsEqualsToken]: '!==',
-  [ts.SyntaxKind.ExclamationEqualsEqualsToken]: '===',
-};
-const LOGICAL: Partial<Record<ts.SyntaxKind, string>> = {
-  [ts.SyntaxKind.AmpersandAmpersandToken]: '||',
-  [ts.SyntaxKind.BarBarToken]: '&&',
-  [ts.SyntaxKind.QuestionQuestionToken]: '&&',
-};
-const ASSIGNMENT: Partial<Record<ts.SyntaxKind, string>> = {
-  [ts.SyntaxKind.PlusEqualsToken]: '-=',
-  [ts.SyntaxKind.MinusEqualsToken]: '+=',
-  [ts.SyntaxKind.AsteriskEqualsToken]: '/=',
-  [ts.SyntaxKind.SlashEqualsToken]: '*=',
-  [ts.SyntaxKind.PercentEqualsToken]: '*=',
-  [ts.SyntaxKind.LessThanLessThanEqualsToken]: '>>=',
-  [ts.SyntaxKind.GreaterThanGreaterThanEqualsToken]: '<<=',
-  [ts.SyntaxKind.AmpersandEqualsToken]: '|=',
-  [ts.SyntaxKind.BarEqualsToken]: '&=',
-  [ts.SyntaxKind.AmpersandAmpersandEqualsToken]: '||=',
-  [ts.SyntaxKind.BarBarEqualsToken]: '&&=',
-  [ts.SyntaxKind.QuestionQuestionEqualsToken]: '&&=',
-};
+/** The operator tables, built on first use: an idle node does not load TypeScript (the package bundle
+ * loads it lazily). */
+const buildOperators = () => ({
+  ARITHMETIC: {
+    [ts.SyntaxKind.PlusToken]: '-',
+    [ts.SyntaxKind.MinusToken]: '+',
+    [ts.SyntaxKind.AsteriskToken]: '/',
+    [ts.SyntaxKind.SlashToken]: '*',
+    [ts.SyntaxKind.PercentToken]: '*',
+  } as Partial<Record<ts.SyntaxKind, string>>,
+  /** `<` ↔ `<=` and `>` ↔ `>=`: off-by-one at the boundary. */
+  BOUNDARY: {
+    [ts.SyntaxKind.LessThanToken]: '<=',
+    [ts.SyntaxKind.LessThanEqualsToken]: '<',
+    [ts.SyntaxKind.GreaterThanToken]: '>=',
+    [ts.SyntaxKind.GreaterThanEqualsToken]: '>',
+  } as Partial<Record<ts.SyntaxKind, string>>,
+  /** The negated comparison (Stryker's EqualityOperator without its boundary half). */
+  EQUALITY: {
+    [ts.SyntaxKind.LessThanToken]: '>=',
+    [ts.SyntaxKind.LessThanEqualsToken]: '>',
+    [ts.SyntaxKind.GreaterThanToken]: '<=',
+    [ts.SyntaxKind.GreaterThanEqualsToken]: '<',
+    [ts.SyntaxKind.EqualsEqualsToken]: '!=',
+    [ts.SyntaxKind.ExclamationEqualsToken]: '==',
+    [ts.SyntaxKind.EqualsEqualsEqualsToken]: '!==',
+    [ts.SyntaxKind.ExclamationEqualsEqualsToken]: '===',
+  } as Partial<Record<ts.SyntaxKind, string>>,
+  LOGICAL: {
+    [ts.SyntaxKind.AmpersandAmpersandToken]: '||',
+    [ts.SyntaxKind.BarBarToken]: '&&',
+    [ts.SyntaxKind.QuestionQuestionToken]: '&&',
+  } as Partial<Record<ts.SyntaxKind, string>>,
+  ASSIGNMENT: {
+    [ts.SyntaxKind.PlusEqualsToken]: '-=',
+    [ts.SyntaxKind.MinusEqualsToken]: '+=',
+    [ts.SyntaxKind.AsteriskEqualsToken]: '/=',
+    [ts.SyntaxKind.SlashEqualsToken]: '*=',
+    [ts.SyntaxKind.PercentEqualsToken]: '*=',
+    [ts.SyntaxKind.LessThanLessThanEqualsToken]: '>>=',
+    [ts.SyntaxKind.GreaterThanGreaterThanEqualsToken]: '<<=',
+    [ts.SyntaxKind.AmpersandEqualsToken]: '|=',
+    [ts.SyntaxKind.BarEqualsToken]: '&=',
+    [ts.SyntaxKind.AmpersandAmpersandEqualsToken]: '||=',
+    [ts.SyntaxKind.BarBarEqualsToken]: '&&=',
+    [ts.SyntaxKind.QuestionQuestionEqualsToken]: '&&=',
+  } as Partial<Record<ts.SyntaxKind, string>>,
+});
+let operators: ReturnType<typeof buildOperators> | undefined;
 /** Stryker's MethodExpression table: a swap, or null to drop the call and keep its receiver. */
 const METHODS: Record<string, string | null> = {
   charAt: null,
@@ -254,6 +259,8 @@ const binaryRules: Rule = (node, sf) => {
   if (!ts.isBinaryExpression(node) || !canWrap(node)) return [];
   const k = node.operatorToken.kind;
   const out: Draft[] = [];
+  operators ??= buildOperators();
+  const { ARITHMETIC, BOUNDARY, EQUALITY, LOGICAL, ASSIGNMENT } = operators;
   const arith = ARITHMETIC[k];
   // `s + x` with a string operand is concatenation: `-` makes NaN, killed by any test, no signal.
   // `x + 0`, `x - 0`, `x * 1`, `x / 1` mutate into an equivalent program.

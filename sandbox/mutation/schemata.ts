@@ -174,13 +174,16 @@ const isLoop = (n: ts.Node): n is ts.IterationStatement =>
   ts.isWhileStatement(n) ||
   ts.isDoStatement(n);
 
-const LIST_PARENTS = new Set([
-  ts.SyntaxKind.SourceFile,
-  ts.SyntaxKind.Block,
-  ts.SyntaxKind.ModuleBlock,
-  ts.SyntaxKind.CaseClause,
-  ts.SyntaxKind.DefaultClause,
-]);
+/** Built on first use: an idle node does not load TypeScript (the package bundle loads it lazily). */
+let listParents: Set<ts.SyntaxKind> | undefined;
+const LIST_PARENTS = (): Set<ts.SyntaxKind> =>
+  (listParents ??= new Set([
+    ts.SyntaxKind.SourceFile,
+    ts.SyntaxKind.Block,
+    ts.SyntaxKind.ModuleBlock,
+    ts.SyntaxKind.CaseClause,
+    ts.SyntaxKind.DefaultClause,
+  ]));
 
 /** Entry counters, loop counters and the starts of statements that ASI could glue to the previous line. */
 function probeEdits(
@@ -211,7 +214,7 @@ function probeEdits(
       if (ts.isBlock(body)) edits.push(probe(...bodySpan(body, sf, false), `${h.L}();`));
       else edits.push(probe(body.getStart(sf), body.end, `{ ${h.L}(); `, ' }'));
     }
-    if (ts.isExpressionStatement(node) && LIST_PARENTS.has(node.parent.kind)) asi.add(node.getStart(sf));
+    if (ts.isExpressionStatement(node) && LIST_PARENTS().has(node.parent.kind)) asi.add(node.getStart(sf));
   });
   return { edits, asi, keys: [...keys.values()] };
 }

@@ -95,10 +95,15 @@ export type ApiSignatureInfo = z.infer<typeof ApiSignature>;
 export type ApiMemberInfo = z.infer<typeof ApiMember>;
 type TypeInfoT = z.infer<typeof TypeInfo>;
 
-const printer = ts.createPrinter({ removeComments: true, omitTrailingSemicolon: true });
+// Made on first use: an idle node does not load TypeScript (the package bundle loads it lazily).
+let printerMemo: ts.Printer | undefined;
+const printer = (): ts.Printer =>
+  (printerMemo ??= ts.createPrinter({ removeComments: true, omitTrailingSemicolon: true }));
 const canonicalCache = new Map<string, string>();
 
-const SCRATCH = ts.createSourceFile('t.ts', '', ts.ScriptTarget.Latest);
+let scratchMemo: ts.SourceFile | undefined;
+const SCRATCH = (): ts.SourceFile =>
+  (scratchMemo ??= ts.createSourceFile('t.ts', '', ts.ScriptTarget.Latest));
 
 /**
  * Sorts (and dedupes) the members of every union in a type node, recursively. Intersections keep their
@@ -108,7 +113,7 @@ function sortUnions(node: ts.Node, context: ts.TransformationContext): ts.Node {
   const visited = ts.visitEachChild(node, (n) => sortUnions(n, context), context);
   if (!ts.isUnionTypeNode(visited)) return visited;
   const printed = new Map<string, ts.TypeNode>();
-  for (const t of visited.types) printed.set(printer.printNode(ts.EmitHint.Unspecified, t, SCRATCH), t);
+  for (const t of visited.types) printed.set(printer().printNode(ts.EmitHint.Unspecified, t, SCRATCH()), t);
   const sorted = [...printed.keys()].sort().map((k) => printed.get(k)!);
   return context.factory.updateUnionTypeNode(visited, context.factory.createNodeArray(sorted));
 }
@@ -134,7 +139,7 @@ export function canonicalType(text: string): string {
   let out = text;
   if (sf.statements.length === 1 && decl && ts.isTypeAliasDeclaration(decl) && diagnostics.length === 0) {
     const result = ts.transform(decl.type, [(context) => (root) => sortUnions(root, context) as ts.TypeNode]);
-    out = printer.printNode(ts.EmitHint.Unspecified, result.transformed[0]!, sf);
+    out = printer().printNode(ts.EmitHint.Unspecified, result.transformed[0]!, sf);
     result.dispose();
   }
   if (canonicalCache.size > 10_000) canonicalCache.clear();

@@ -7,7 +7,7 @@ import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Confinement, SpawnExit, SpawnedProcess } from '../confinement.ts';
 import type { ProcessLimits } from '../limits.ts';
-import { type SandboxLog, sandboxLog } from '../log.ts';
+import { type Logger, logger } from '../log.ts';
 import type { ExportedApi } from './api.ts';
 import { type LineReader, readLines } from './lines.ts';
 import { SERVICE_ENTRY, serviceReadOnlyPaths, tsconfigDir } from './paths.ts';
@@ -43,7 +43,7 @@ export interface TypecheckServiceOptions {
    */
   nodeFlags?: string[];
   /** Where the service's life is logged (default: the sandbox's `vtnode:sandbox:typecheck` logger). */
-  log?: SandboxLog;
+  log?: Logger;
 }
 
 /** The verdict of one check. */
@@ -157,7 +157,7 @@ function parseLine(text: string): { line: ServiceLine } | { why: string } {
 
 /** Creates the service for one workspace and tsconfig; the process starts at the first check. */
 export function createTypecheckService(options: TypecheckServiceOptions): TypecheckService {
-  const log = options.log ?? sandboxLog('vtnode:sandbox:typecheck');
+  const log = options.log ?? logger('vtnode:sandbox:typecheck');
   const node = options.node ?? process.execPath;
   const configDir = tsconfigDir(options.workspaceDir, options.tscArgs);
   const typescript = resolveTypescript(configDir);

@@ -3,7 +3,7 @@
 // verdict is tsc's; the service also reads the target's exported API, compared with the reference's.
 import type { Task } from '../../protocol/task.ts';
 import type { Confinement, RunResult } from '../confinement.ts';
-import type { SandboxLog } from '../log.ts';
+import type { Logger } from '../log.ts';
 import { apiDifferences, type ExportedApi } from './api.ts';
 import type { TypecheckResult } from './client.ts';
 import { tscStyle } from './protocol.ts';
@@ -58,7 +58,7 @@ export interface TypecheckStageOptions {
   service?: boolean;
   /** Budgets and flags of the services (see TypecheckServiceOptions). */
   serviceOptions?: Omit<TypecheckRegistryOptions, 'confinement' | 'log'>;
-  log?: SandboxLog;
+  log?: Logger;
 }
 
 export interface TypecheckStage {

@@ -99,9 +99,11 @@ describe('failing nodes', () => {
         '--campaign',
         'hangs',
         '--job-timeout',
-        // Long enough for a healthy worker on a loaded CI machine (a timed-out healthy node cools down
-        // too), short enough that the hanging node's jobs are re-placed well inside the test.
-        '15s',
+        // Long enough for a healthy worker on a loaded CI machine to score a sample (a candidate with a
+        // code block is type-checked first: a cold type-check service takes 15 s and more under load,
+        // and a worker sends nothing while it scores), short enough that the hanging node's jobs are
+        // re-placed well inside the test.
+        '45s',
       ]);
       expect(res.code, res.stderr).toBe(0);
       expect(res.json!.samples).toMatchObject({ planned: 12, scored: 12 });

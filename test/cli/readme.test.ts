@@ -36,4 +36,14 @@ describe('README', () => {
   it('does not say that `init` listens (only a running node does)', () => {
     expect(README).not.toMatch(/`vtnode init` listens/);
   });
+
+  it('names the tarball `npm pack` writes for this version, and the Node the bundle needs', () => {
+    const { version } = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string };
+    const named = [...README.matchAll(/vtnode-([\d.]+)\.tgz/g)].map((m) => m[1]);
+    expect(named.length).toBeGreaterThan(0);
+    expect(new Set(named)).toEqual(new Set([version]));
+    const bin = readFileSync(join(REPO, 'bin', 'vtnode.js'), 'utf8');
+    const need = /fromSources \? \[22, 18\] : \[(\d+), (\d+)\]/.exec(bin);
+    expect(README).toContain(`Node.js >= ${need![1]}.${need![2]}`);
+  });
 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
+import { sleep } from '../../node/async/sleep.ts';
 import {
   createLogServer,
   createSampleServer,
@@ -15,6 +16,7 @@ import { digestSigner } from '../../node/digests/signature.ts';
 import { createHost, type Host } from '../../node/fleet/host.ts';
 import { openSampleLog, type SampleLog } from '../../node/worker/sample-log.ts';
 import { digestTopic } from '../../protocol/topics.ts';
+import { logTextStream } from '../helpers/log-lines.ts';
 
 export const FLEET = 'collect-test';
 
@@ -67,7 +69,7 @@ export async function until<T>(
     const v = check();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 
@@ -111,8 +113,12 @@ export function workerProc(
   child.stdout.on('data', (d) => {
     out += d;
   });
+  const stderrText = logTextStream();
   child.stderr.on('data', (d) => {
-    out += d;
+    out += stderrText.push(d);
+  });
+  child.stderr.on('end', () => {
+    out += stderrText.end();
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
@@ -124,7 +130,7 @@ export function workerProc(
           throw new Error(`worker ${opts.name}: timed out waiting for ${pattern}\n${out}`);
         if (child.exitCode !== null)
           throw new Error(`worker ${opts.name} exited (${child.exitCode}):\n${out}`);
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
     },
     async kill() {

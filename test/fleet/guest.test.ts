@@ -77,7 +77,7 @@ describe('a laptop that joined with --pause-on-battery', () => {
   it('unplugged mid-job: finishes the job it had, takes no new one, and says so in its advert', async () => {
     const file = await writeTasks(
       join(dir, 'tasks.jsonl'),
-      tasks.filter((t) => t.kind === 'file').slice(0, 8),
+      tasks.filter((t) => t.kind === 'file').slice(0, 6),
     );
     const run = runCampaign(submitter, file, ['-k', '2', '--campaign', 'unplugged']);
     await eventually(
@@ -108,7 +108,7 @@ describe('a laptop that joined with --pause-on-battery', () => {
 
     const res = await run;
     expect(res.code, res.stderr).toBe(0);
-    expect(res.json!.samples).toMatchObject({ planned: 16, scored: 16 });
+    expect(res.json!.samples).toMatchObject({ planned: 12, scored: 12 });
     const g = await guestOf(laptop);
     expect(g.paused).toBe('on battery (64%)');
     // No job after the pause; the one(s) it had were finished there, not handed back.

@@ -36,6 +36,18 @@ describe('pauseReason', () => {
     expect(pauseReason(both, { power: AC, load1: 4 * RESUME_LOAD_SHARE }, true)).toBeNull();
     expect(pauseReason({ pauseOnBattery: true, maxLoad: null }, { power: AC, load1: 500 }, false)).toBeNull();
   });
+
+  it('pauses while the owner uses the machine (macOS idle time), and not where idle time is unknown', () => {
+    const used: GuestPolicy = { pauseOnBattery: false, maxLoad: null, pauseWhileUsedMs: 300_000 };
+    expect(pauseReason(used, { power: AC, load1: 0, idleMs: 2_000 }, false)).toBe(
+      'in use (keyboard or mouse within 5 min)',
+    );
+    expect(pauseReason(used, { power: AC, load1: 0, idleMs: 300_001 }, true)).toBeNull();
+    expect(pauseReason(used, { power: AC, load1: 0, idleMs: null }, false)).toBeNull();
+    expect(
+      pauseReason({ ...used, pauseWhileUsedMs: null }, { power: AC, load1: 0, idleMs: 0 }, false),
+    ).toBeNull();
+  });
 });
 
 describe('createGuestGate', () => {

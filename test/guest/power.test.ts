@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   linuxPowerSource,
+  parseHidIdleMs,
   parseLinuxSupplies,
   parsePmsetBatt,
   platformPowerSource,
@@ -115,5 +116,17 @@ describe('/sys/class/power_supply (Linux)', () => {
     await writeFile(join(dir, 'BAT0', 'status'), 'Charging\n');
     expect(await source.read()).toEqual({ onBattery: false, percent: 63 });
     expect(await linuxPowerSource(join(dir, 'missing')).read()).toEqual({ onBattery: null, percent: null });
+  });
+});
+
+describe('ioreg HIDIdleTime (macOS)', () => {
+  it('reads the time since the last input in ms, and null when ioreg says nothing', () => {
+    const out = `+-o IOHIDSystem  <class IOHIDSystem, id 0x100000465>
+    {
+      "HIDIdleTime" = 12345678901
+      "HIDParameters" = {"HIDClickTime"=500000000}
+    }`;
+    expect(parseHidIdleMs(out)).toBe(12_345);
+    expect(parseHidIdleMs('')).toBeNull();
   });
 });

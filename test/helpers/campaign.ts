@@ -35,6 +35,7 @@ export interface TestFleet {
 /**
  * A fleet of `n` nodes (separate processes), each with its own emulated model server (like one Mac
  * each) serving MODEL, holding the example corpus as a workspace. Node 0 is the submitter.
+ * `runArgs(i)` adds arguments to node i's `start`/`join` that are not saved node options (`--ui`).
  */
 export async function startFleet(
   box: Sandbox,
@@ -42,6 +43,7 @@ export async function startFleet(
   n: number,
   tasks: Task[],
   emulator: Partial<EmulatorOptions> = {},
+  runArgs: (i: number) => string[] = () => [],
 ): Promise<TestFleet> {
   const servers: Emulator[] = [];
   for (let i = 0; i < n; i++) {
@@ -67,9 +69,10 @@ export async function startFleet(
     '2',
   ];
   const { dataDir, token } = await initFleet(box, fleet, nodeArgs(0));
-  startNode(box, dataDir);
+  startNode(box, dataDir, runArgs(0));
   const dirs = [dataDir];
-  for (let i = 1; i < n; i++) dirs.push((await joinNode(box, token, nodeArgs(i))).dataDir);
+  for (let i = 1; i < n; i++)
+    dirs.push((await joinNode(box, token, [...nodeArgs(i), ...runArgs(i)])).dataDir);
   const peers: string[] = [];
   for (const d of dirs) peers.push(await peerIdOf(d));
   for (const d of dirs) await waitForPeers(d, peers, 30_000);

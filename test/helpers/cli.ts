@@ -4,6 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sleep } from '../../node/async/sleep.ts';
+import { logText, logTextStream } from './log-lines.ts';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(REPO, 'bin', 'vtnode.js');
@@ -40,7 +42,8 @@ export function vtnode(
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      // Log lines (pino JSON) as text, so assertions read messages; `logRecords` parses the raw form.
+      resolve({ code, stdout, stderr: logText(stderr) });
     });
   });
 }
@@ -88,8 +91,13 @@ export class Sandbox {
     child.stdout!.on('data', (d) => {
       out += d;
     });
+    // Log lines (pino JSON) as text (`TIME LEVEL COMPONENT: MESSAGE`), so patterns match messages.
+    const stderrText = logTextStream();
     child.stderr!.on('data', (d) => {
-      out += d;
+      out += stderrText.push(d);
+    });
+    child.stderr!.on('end', () => {
+      out += stderrText.end();
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const proc: Proc = {
@@ -102,7 +110,7 @@ export class Sandbox {
           if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; output:\n${out}`);
           if (child.exitCode !== null)
             throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
-          await new Promise((r) => setTimeout(r, 50));
+          await sleep(50);
         }
       },
     };
@@ -114,9 +122,7 @@ export class Sandbox {
     for (const p of this.procs) {
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
     }
-    await Promise.all(
-      this.procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 5000))])),
-    );
+    await Promise.all(this.procs.map((p) => Promise.race([p.exited, sleep(5000)])));
     await Promise.all(this.dirs.map((d) => rm(d, { recursive: true, force: true })));
   }
 }
@@ -136,7 +142,7 @@ export async function eventually<T>(
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
   throw new Error(
     `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,

@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { sleep } from '../../node/async/sleep.ts';
 import type { EmulatorStats, FaultsInput } from '../../node/model-server/emulator.ts';
 import type { FleetStatus } from '../../node/status.ts';
 import { LEDGER, MODEL, type RunJson } from './campaign.ts';
@@ -68,7 +69,7 @@ export async function poll<T>(
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, pauseMs));
+    await sleep(pauseMs);
   }
   throw new Error(
     `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
@@ -204,7 +205,10 @@ export class DrillFleet {
   /** Starts `vtnode run` of a campaign on the submitter (a process: the drill acts while it runs). */
   runCampaign(f: Fleet, tasksFile: string, campaign: string, k: number, extra: string[] = []): Proc {
     const args = ['run', '--data-dir', f.dirs[SUBMITTER]!, '--tasks', tasksFile, '--model', MODEL];
-    args.push('--split', 'all', '-k', String(k), '--campaign', campaign, '--json', ...extra);
+    // One seed for every campaign of a drill: the drilled dataset is compared with the reference run's
+    // sample by sample, and sample ids depend on the seed (each campaign would get its own otherwise).
+    const seed = extra.includes('--seed') ? [] : ['--seed', '1'];
+    args.push('--split', 'all', '-k', String(k), '--campaign', campaign, '--json', ...seed, ...extra);
     return this.o.box.spawn(args, { VTNODE_DEBUG: '' }, this.o.net.exec(SUBMITTER));
   }
 

@@ -2,6 +2,7 @@
 // framing, no schema), a frame dripped a byte at a time, a stream opened and left silent; each
 // reports how the node ended the stream.
 import type { PeerId } from '@libp2p/interface';
+import { sleep } from '../../node/async/sleep.ts';
 import type { Host } from '../../node/fleet/host.ts';
 
 /**
@@ -79,7 +80,7 @@ export async function slowloris(
     for (const b of bytes) {
       if (over) return;
       yield Uint8Array.of(b);
-      await new Promise((r) => setTimeout(r, everyMs));
+      await sleep(everyMs);
     }
     // Never close: wait for the node to end the stream.
     await ended;

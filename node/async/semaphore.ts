@@ -1,4 +1,4 @@
-import { AbortedError } from './errors.ts';
+import { AbortedError } from '../models/errors.ts';
 
 /** A counting semaphore with a FIFO wait queue and abortable waits. */
 export interface Semaphore {
@@ -59,4 +59,28 @@ export function createSemaphore(permits: number): Semaphore {
       return permits;
     },
   };
+}
+
+/**
+ * Runs `fn` holding a permit of `semaphore`, released when `fn` settles (resolved or rejected, or
+ * thrown synchronously). Rejects with AbortedError, holding and releasing nothing, if `signal` fires
+ * while waiting for the permit.
+ */
+export async function withPermit<T>(
+  semaphore: Semaphore,
+  fn: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const release = await semaphore.acquire(signal);
+  try {
+    return await fn();
+  } finally {
+    release();
+  }
+}
+
+/** A semaphore of `permits` as a function: `limit(fn, signal?)` runs `fn` through `withPermit`. */
+export function limiter(permits: number): <T>(fn: () => Promise<T>, signal?: AbortSignal) => Promise<T> {
+  const semaphore = createSemaphore(permits);
+  return (fn, signal) => withPermit(semaphore, fn, signal);
 }
