@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** One candidate for weighted rendezvous hashing. */
 export interface HrwCandidate {
@@ -21,7 +21,9 @@ const TWO_POW_53 = 2 ** 53;
  * sha256(key NUL id), shifted by half a unit so it is never 0 or 1.
  */
 export function hrwUniform(key: string, id: string): number {
-  const digest = createHash('sha256').update(key).update('\0').update(id).digest();
+  // One-shot hash of the same bytes as update(key).update('\0').update(id): 2-3× cheaper per call,
+  // and the ranking hashes every eligible node for every placement.
+  const digest = hash('sha256', `${key}\0${id}`, 'buffer');
   // 21 high bits + 32 low bits = 53 bits, exactly representable in a double.
   const high = digest.readUInt32BE(0) >>> 11;
   const low = digest.readUInt32BE(4);

@@ -118,6 +118,12 @@ export interface LeaseBook {
   remaining(jobId: string): number[];
   /** Work waiting for placement, in the order it was added. */
   pending(): PendingWork[];
+  /**
+   * The (task, model)s of `pending()`, in the same order, lazily: each step costs O(log n), whatever
+   * is done meanwhile (leasing what was yielded is fine), so a caller that stops early never pays for
+   * the whole queue.
+   */
+  waiting(): Iterable<{ taskId: string; model: string }>;
   /** Peers that refused or failed (task, model), for the placer's `exclude`. */
   refusedBy(taskId: string, model: string): string[];
   /** Active jobs and their models per peer: the placer's `outstanding`. */
@@ -136,6 +142,12 @@ type SampleState =
   | { state: 'exhausted' };
 
 interface Work {
+  /** Order of addition: the pending queue's order. */
+  seq: number;
+  /** Samples in state pending. */
+  pendingCount: number;
+  /** True while the work is in the pending queue (no active job, some sample pending). */
+  queued: boolean;
   taskId: string;
   model: string;
   samples: Map<number, SampleState>;
@@ -171,12 +183,54 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
   const allJobs = new Map<string, Job>();
   const active = new Map<string, Job>();
   const counts = { planned: 0, pending: 0, leased: 0, done: 0, exhausted: 0 };
+  /** Works waiting for placement, by `seq`: kept as states change, so `pending()` never scans done work. */
+  const queue: Work[] = [];
+  /** Active jobs per peer and how many of them per model: `outstanding()` without a scan of the jobs. */
+  const perPeer = new Map<string, { jobs: number; models: Map<string, number> }>();
+
+  /** Index of the first work in `queue` whose seq is greater than `seq`. */
+  const after = (seq: number): number => {
+    let lo = 0;
+    let hi = queue.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (queue[mid]!.seq <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+
+  /** Puts a work in or out of the pending queue after its samples or its active job changed. */
+  const sync = (work: Work) => {
+    const waiting = work.activeJob === null && work.pendingCount > 0;
+    if (waiting === work.queued) return;
+    work.queued = waiting;
+    if (waiting) queue.splice(after(work.seq), 0, work);
+    else queue.splice(after(work.seq) - 1, 1);
+  };
 
   const setState = (work: Work, sample: number, next: SampleState) => {
     const prev = work.samples.get(sample);
     if (prev) counts[prev.state]--;
     counts[next.state]++;
+    if (prev?.state === 'pending') work.pendingCount--;
+    if (next.state === 'pending') work.pendingCount++;
     work.samples.set(sample, next);
+    sync(work);
+  };
+
+  /** Counts an active job in (+1) or out (-1) of its peer's outstanding work. */
+  const track = (job: Job, delta: 1 | -1) => {
+    let entry = perPeer.get(job.peerId);
+    if (!entry) {
+      entry = { jobs: 0, models: new Map() };
+      perPeer.set(job.peerId, entry);
+    }
+    entry.jobs += delta;
+    const n = (entry.models.get(job.model) ?? 0) + delta;
+    if (n > 0) entry.models.set(job.model, n);
+    else entry.models.delete(job.model);
+    if (entry.jobs === 0) perPeer.delete(job.peerId);
   };
 
   const snapshot = (job: Job): Lease => ({
@@ -194,9 +248,11 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
   const close = (job: Job) => {
     job.active = false;
     active.delete(job.jobId);
+    track(job, -1);
     const work = works.get(workKey(job.taskId, job.model))!;
     if (work.activeJob === job.jobId) work.activeJob = null;
     if (work.backupJob === job.jobId) work.backupJob = null;
+    sync(work);
   };
 
   const pendingSamples = (work: Work): number[] =>
@@ -230,6 +286,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
     backup.owner = backup.jobId;
     work.activeJob = backup.jobId;
     work.backupJob = null;
+    sync(work);
     return moved;
   };
 
@@ -289,6 +346,9 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       let work = works.get(key);
       if (!work) {
         work = {
+          seq: works.size,
+          pendingCount: 0,
+          queued: false,
           taskId,
           model,
           samples: new Map(),
@@ -337,8 +397,10 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       };
       for (const sample of samples) setState(work, sample, { state: 'leased', jobId });
       work.activeJob = jobId;
+      sync(work);
       allJobs.set(jobId, job);
       active.set(jobId, job);
+      track(job, 1);
       return snapshot(job);
     },
     hedge(jobId, peerId, now, deadline) {
@@ -367,6 +429,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       work.backupJob = backup.jobId;
       allJobs.set(backup.jobId, backup);
       active.set(backup.jobId, backup);
+      track(backup, 1);
       return snapshot(backup);
     },
     result(jobId, sample) {
@@ -429,29 +492,29 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       return job ? waitingOn(job) : [];
     },
     pending() {
-      const out: PendingWork[] = [];
-      for (const work of works.values()) {
-        if (work.activeJob !== null) continue;
-        const samples = pendingSamples(work);
-        if (samples.length > 0)
-          out.push({ taskId: work.taskId, model: work.model, samples, attempts: work.attempts });
+      return queue.map((work) => ({
+        taskId: work.taskId,
+        model: work.model,
+        samples: pendingSamples(work),
+        attempts: work.attempts,
+      }));
+    },
+    *waiting() {
+      let seq = -1;
+      for (;;) {
+        const work = queue[after(seq)];
+        if (!work) return;
+        seq = work.seq;
+        yield { taskId: work.taskId, model: work.model };
       }
-      return out;
     },
     refusedBy(taskId, model) {
       return [...(works.get(workKey(taskId, model))?.refusedBy ?? [])].sort();
     },
     outstanding() {
       const map = new Map<string, { jobs: number; models: string[] }>();
-      for (const job of active.values()) {
-        let entry = map.get(job.peerId);
-        if (!entry) {
-          entry = { jobs: 0, models: [] };
-          map.set(job.peerId, entry);
-        }
-        entry.jobs++;
-        if (!entry.models.includes(job.model)) entry.models.push(job.model);
-      }
+      for (const [peerId, entry] of perPeer)
+        map.set(peerId, { jobs: entry.jobs, models: [...entry.models.keys()] });
       return map;
     },
     nextDeadline() {

@@ -58,7 +58,16 @@ export function createThroughput(options: ThroughputOptions = {}): Throughput {
     return e ? (e.warm ?? e.cold) : null;
   };
 
+  /** Median rate per model, computed once per change of the measurements (weight() asks per node). */
+  const medians = new Map<string, number | null>();
   const median = (model: string): number | null => {
+    if (medians.has(model)) return medians.get(model)!;
+    const m = computeMedian(model);
+    medians.set(model, m);
+    return m;
+  };
+
+  const computeMedian = (model: string): number | null => {
     const forModel: number[] = [];
     const any: number[] = [];
     for (const byModel of rates.values()) {
@@ -93,6 +102,7 @@ export function createThroughput(options: ThroughputOptions = {}): Throughput {
       if (warm) e.warm = e.warm === null ? rate : e.warm + smoothing * (rate - e.warm);
       else e.cold = e.cold === null ? rate : e.cold + smoothing * (rate - e.cold);
       byModel.set(model, e);
+      medians.clear();
     },
     rate: rateOf,
     weight(node, model) {
@@ -101,7 +111,7 @@ export function createThroughput(options: ThroughputOptions = {}): Throughput {
       return capacity * rate;
     },
     forget(peerId) {
-      rates.delete(peerId);
+      if (rates.delete(peerId)) medians.clear();
     },
   };
 }

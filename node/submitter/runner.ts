@@ -4,7 +4,9 @@ import { createHedger, type HedgeOptions } from '../../placement/hedge.ts';
 import { createLeaseBook, type Lease, type Released } from '../../placement/lease-book.ts';
 import { createPlacer } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
+import { createBackPressure, withRoom } from '../../placement/room.ts';
 import { createThroughput } from '../../placement/throughput.ts';
+import { placeTick, type RoomState, roomContext } from '../../placement/tick.ts';
 import {
   DEFAULT_JOB_LEASE_MS,
   type JobRequest,
@@ -102,7 +104,8 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   const delivered = options.proven ?? new Set<string>();
   /** Running jobs' leases, by job id. */
   const leases = new Map<string, Lease>();
-  const busyUntil = new Map<string, number>();
+  const pressure = createBackPressure();
+  const room: RoomState = { selfPeerId: options.peerId, proven: delivered, busyUntil: pressure.busyUntil };
   let lastProblem: string | null = null;
   let noNodeSince: number | null = null;
   let wake: (() => void) | null = null;
@@ -181,7 +184,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
         log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, ev.reason, ev.message);
         if (ev.reason === 'full') {
           // Back-pressure (another submitter filled it): wait for its next advert, try again.
-          busyUntil.set(lease.peerId, Date.now() + 2000);
+          pressure.full(lease.peerId, Date.now());
           released(book.release(lease.jobId, 'busy'), ev.reason);
         } else {
           lastProblem = `${lease.peerId.slice(-8)} refused a job: ${ev.reason} (${ev.message})`;
@@ -314,34 +317,8 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     }
   }
 
-  function hasRoom(peerId: string, now: number): boolean {
-    if ((busyUntil.get(peerId) ?? 0) > now) return false;
-    const node = options.nodes().find((n) => n.advert.peerId === peerId);
-    if (!node) return false;
-    const own = book.outstanding().get(peerId)?.jobs ?? 0;
-    // Probation: a node holds one job until it returns a scored sample, so one that advertises many
-    // slots and sits on its jobs (or cannot do them) holds up one job, not a share of the campaign.
-    const proven = delivered.has(peerId) || peerId === options.peerId;
-    const slots = proven ? node.advert.load.capacity : Math.min(1, node.advert.load.capacity);
-    return Math.max(own, node.advert.load.running) < slots;
-  }
-
-  /**
-   * Never more jobs on a node than its slots: the placer's choice if it has room, else the next in
-   * rendezvous order that has; otherwise null (the job waits for a slot).
-   */
-  function withRoom(p: Extract<ReturnType<typeof placer.place>, { ok: true }>, now: number): string | null {
-    return (
-      p.ranked
-        .map((r) => r.peerId)
-        .filter((id, i, all) => all.indexOf(id) === i)
-        .sort((a, b) => (a === p.peerId ? -1 : b === p.peerId ? 1 : 0))
-        .find((id) => hasRoom(id, now)) ?? null
-    );
-  }
-
   /** Backs up jobs silent for much longer than their model's usual progress gap, where a node has room. */
-  function hedgeStalled(now: number): void {
+  function hedgeStalled(now: number, nodes: readonly FleetNode[]): void {
     if (!hedger) return;
     const jobs = book.jobs();
     const paired = new Set(jobs.flatMap((j) => (j.backupOf ? [j.jobId, j.backupOf] : [])));
@@ -358,8 +335,9 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       const task = job && options.tasks.get(job.taskId);
       if (!job || !task) continue;
       const exclude = [job.peerId, ...book.refusedBy(job.taskId, job.model)];
-      const p = placer.place({ task, model: job.model, exclude }, options.nodes(), now, book.outstanding());
-      const target = p.ok ? withRoom(p, now) : null;
+      const ctx = roomContext(nodes, book, room, now);
+      const p = placer.place({ task, model: job.model, exclude }, nodes, now, ctx.outstanding);
+      const target = p.ok ? withRoom(p, ctx) : null;
       if (!target || exclude.includes(target)) continue;
       const backup = book.hedge(job.jobId, target, now, now + deadlineMs);
       if (!backup) continue;
@@ -378,45 +356,28 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     }
   }
 
-  function placeAll(now: number): void {
-    let placedAny = false;
-    let blocked: string | null = null;
-    let coolingDown = false;
-    for (const work of book.pending()) {
-      const task = options.tasks.get(work.taskId);
-      if (!task) continue;
-      const nodes = options.nodes();
-      let p = placer.place(
-        { task, model: work.model, exclude: book.refusedBy(work.taskId, work.model) },
-        nodes,
-        now,
-        book.outstanding(),
-      );
-      // Every node that could take the work has failed it once (a loaded fleet, a transient fault):
-      // they get it again rather than the campaign stalling; maxAttempts still bounds the placements.
-      if (!p.ok && p.rejected.some((r) => r.rejection.code === 'excluded'))
-        p = placer.place({ task, model: work.model }, nodes, now, book.outstanding());
-      if (!p.ok) {
-        blocked = p.message;
-        if (p.rejected.some((r) => r.rejection.code === 'cooling-down')) coolingDown = true;
-        continue;
-      }
-      const target = withRoom(p, now);
-      if (!target) continue;
-      const lease = book.lease(work.taskId, work.model, target, now, now + deadlineMs);
-      if (!lease) continue;
-      placedAny = true;
+  /** One placement round (placement/tick.ts decides; this starts the jobs it leased). */
+  function placeAll(now: number, nodes: readonly FleetNode[]): void {
+    const tick = placeTick({
+      book,
+      placer,
+      tasks: options.tasks,
+      nodes,
+      room,
+      now,
+      deadline: now + deadlineMs,
+    });
+    for (const { lease, task, reason } of tick.decisions) {
       campaign.placed(lease, now);
-      const kind = target === p.peerId ? p.reason : 'spill';
-      metrics().placements.inc({ kind });
-      log('job %s → %s (%s)', lease.jobId, target, kind);
+      metrics().placements.inc({ kind: reason });
+      log('job %s → %s (%s)', lease.jobId, lease.peerId, reason);
       void runLease(lease, task);
     }
-    if (blocked && !placedAny && book.jobs().length === 0) {
-      lastProblem = blocked;
+    if (tick.blocked && tick.decisions.length === 0 && book.stats().activeJobs === 0) {
+      lastProblem = tick.blocked;
       // A node cooling down after failures comes back (and a task's placements are bounded by
       // maxAttempts): only a fleet where no node could ever take the work stalls the campaign.
-      noNodeSince = coolingDown ? null : (noNodeSince ?? now);
+      noNodeSince = tick.coolingDown ? null : (noNodeSince ?? now);
     } else {
       noNodeSince = null;
     }
@@ -432,8 +393,10 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
         failure(r.peerId);
         released(r, 'deadline');
       }
-      placeAll(now);
-      hedgeStalled(now);
+      // The fleet view once per round (the daemon's view sorts its nodes on each call).
+      const nodes = options.nodes();
+      placeAll(now, nodes);
+      hedgeStalled(now, nodes);
       if (noNodeSince !== null && now - noNodeSince > noNodeTimeout) {
         return { status: 'stalled', exhausted: book.stats().exhausted, problem: lastProblem };
       }

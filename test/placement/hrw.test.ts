@@ -87,3 +87,17 @@ describe('hrwScore / hrwRank', () => {
     expect(hrwRank('k', [])).toEqual([]);
   });
 });
+
+describe('hrwUniform is the same function as before the one-shot hash', () => {
+  it('equals sha256(key NUL id) read as 53 bits, for ASCII, Unicode and empty inputs', async () => {
+    const { createHash } = await import('node:crypto');
+    const reference = (key: string, id: string) => {
+      const d = createHash('sha256').update(key).update('\0').update(id).digest();
+      return ((d.readUInt32BE(0) >>> 11) * 2 ** 32 + d.readUInt32BE(4) + 0.5) / 2 ** 53;
+    };
+    const keys = ['', 'k', `sha256:${'f'.repeat(64)}\nqwen3-coder:30b`, 'ünïcødé\n模型', 'a\0b'];
+    const ids = ['', '12D3KooWAbc', 'nœud-é', 'x\0y'];
+    for (const k of keys)
+      for (const id of ids) expect(hrwUniform(k, id), `${k} / ${id}`).toBe(reference(k, id));
+  });
+});

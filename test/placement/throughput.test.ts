@@ -78,3 +78,31 @@ describe('throughput', () => {
     expect(Math.abs(fast / 1000 - 0.9)).toBeLessThan(0.03);
   });
 });
+
+describe('throughput median cache', () => {
+  const unmeasured = fleetNode(advert('u'));
+  it('follows every new measurement and forgotten node (the median is cached per model)', () => {
+    const t = createThroughput({ smoothing: 1 });
+    const other = model({ id: 'other' });
+    expect(t.weight(unmeasured, model())).toBe(2);
+    t.record('a', MODEL, warm(100, 10_000));
+    expect(t.weight(unmeasured, model())).toBe(20);
+    t.record('b', MODEL, warm(300, 10_000));
+    expect(t.weight(unmeasured, model())).toBe(40);
+    t.record('c', MODEL, warm(500, 10_000));
+    expect(t.weight(unmeasured, model())).toBe(60);
+    // Another model has no measurements: the median over all models, cached apart.
+    expect(t.weight(unmeasured, other)).toBe(60);
+    t.record('c', 'other', warm(1000, 10_000));
+    expect(t.weight(unmeasured, other)).toBe(200);
+    expect(t.weight(unmeasured, model())).toBe(60);
+    t.forget('c');
+    expect(t.weight(unmeasured, model())).toBe(40);
+    expect(t.weight(unmeasured, other)).toBe(40);
+    // A sample ignored (no tokens) changes nothing.
+    t.record('a', MODEL, warm(0, 10_000));
+    expect(t.weight(unmeasured, model())).toBe(40);
+    t.forget('nobody');
+    expect(t.weight(unmeasured, model())).toBe(40);
+  });
+});
