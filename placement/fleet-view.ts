@@ -1,4 +1,5 @@
 import type { Advert } from '../protocol/advert.ts';
+import { resolveWarm } from '../protocol/warm-delta.ts';
 import { createFailureDetector, type FailureDetectorOptions, type PeerLiveness } from './failure-detector.ts';
 
 /** One node as the fleet view knows it. */
@@ -28,7 +29,7 @@ export type ApplyResult = 'new' | 'updated' | 'stale' | 'left';
 /**
  * The fleet view: the newest advert per peer. Pure state, driven by the node: `apply` each advert
  * received, `expire` on a timer. Older or equal sequence numbers are ignored, a leaving advert
- * removes the peer. Adverts are the heartbeats of a φ accrual failure detector: a peer is dropped
+ * removes the peer; a warm list sent as a delta is resolved against the one held. Adverts are the heartbeats of a φ accrual failure detector: a peer is dropped
  * when the detector suspects it (a live node with jittery adverts keeps a longer grace than a
  * regular one), or after `missedIntervals` silent intervals when its connection is down too.
  */
@@ -67,7 +68,13 @@ export function createFleetView(options: FleetViewOptions): FleetView {
         detector.remove(advert.peerId);
         return 'left';
       }
-      byPeer.set(advert.peerId, { advert, receivedAt: now, self: advert.peerId === options.selfPeerId });
+      // A warm list sent as a delta is applied to the one held (protocol/warm-delta.ts): the view
+      // always holds whole lists, so placement never sees a delta.
+      byPeer.set(advert.peerId, {
+        advert: resolveWarm(advert, existing?.advert),
+        receivedAt: now,
+        self: advert.peerId === options.selfPeerId,
+      });
       detector.heartbeat(advert.peerId, now);
       return existing ? 'updated' : 'new';
     },

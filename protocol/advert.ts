@@ -43,55 +43,104 @@ export const WarmEntry = z.object({
 });
 export type WarmEntry = z.infer<typeof WarmEntry>;
 
+export const MAX_ADVERT_WARM = 64;
+
+/**
+ * The warm list as a change to the sender's previous one (protocol/warm-delta.ts): `drop` leaves,
+ * `front` moves to the front, the rest keeps its order, cut to `len`.
+ */
+export const WarmDelta = z.object({
+  /** Revision of the sender's list this delta applies to (`warmRev` of an earlier advert). */
+  from: z.number().int().min(0),
+  /** Entries that move (or are added) to the front, newest first. */
+  front: z.array(WarmEntry).max(MAX_ADVERT_WARM),
+  /** Entries that left the list other than off its end (observed cold: the server evicted them). */
+  drop: z.array(WarmEntry).max(MAX_ADVERT_WARM).default([]),
+  /** Length of the list after the change (the rest of the old list, in order, fills up to it). */
+  len: z.number().int().min(0).max(MAX_ADVERT_WARM),
+});
+export type WarmDelta = z.infer<typeof WarmDelta>;
+
 export const SandboxBackend = z.enum(['bwrap', 'seatbelt', 'unconfined', 'none']);
 export type SandboxBackend = z.infer<typeof SandboxBackend>;
 
 export const MAX_ADVERT_ADDRS = 16;
 export const MAX_ADVERT_MODELS = 64;
-export const MAX_ADVERT_WARM = 64;
 export const MAX_ADVERT_WORKSPACES = 32;
 
 /** What every node gossips about itself, periodically and on change. */
-export const Advert = z.object({
-  /** Schema version of the advert. */
-  v: z.literal(1),
-  /** The node's libp2p peer id (must equal the gossip message's signer). */
-  peerId: z.string().min(1).max(128),
-  /** Per-node sequence number; receivers keep the newest. Restarts continue from the stored value. */
-  seq: count,
-  /** Sender's clock at publish time, ms since epoch (informational; freshness uses the receiver's clock). */
-  sentAt: count,
-  /** True in the last advert a node sends before it leaves. */
-  leaving: z.boolean(),
-  /** vtnode version of the sender. */
-  version: z.string().min(1).max(64),
-  /** Host name, or null when the node runs with --private-host. */
-  host: z.string().max(255).nullable(),
-  /** Multiaddrs the node listens on (with no /p2p suffix), so peers can dial it directly. */
-  addrs: z.array(z.string().min(1).max(256)).max(MAX_ADVERT_ADDRS),
-  /** Models served by the node's model servers. */
-  models: z.array(AdvertModel).max(MAX_ADVERT_MODELS),
-  /** Memory in bytes: total, free, and reserved by loaded models / running jobs. */
-  memory: z.object({ total: bytes, free: bytes, reserved: bytes }),
-  /** Work on the node: jobs queued, running, and how many it can run at once. */
-  load: z.object({ queued: count, running: count, capacity: count }),
-  /**
-   * Why the node takes no new jobs now (a guest on battery or under load: capacity is then 0); absent
-   * while it takes jobs. Running jobs go on.
-   */
-  paused: z.string().min(1).max(200).optional(),
-  /** Prompts observed warm, newest first, capped. */
-  warm: z.array(WarmEntry).max(MAX_ADVERT_WARM),
-  /** Content ids of the workspaces the node holds, ready to score against. */
-  workspaces: z.array(Sha256Id).max(MAX_ADVERT_WORKSPACES),
-  /** The node's sandbox: backend and whether its startup self-test passed. */
-  sandbox: z.object({ backend: SandboxBackend, ok: z.boolean(), detail: z.string().max(500).optional() }),
-  /** Roles the node plays besides worker. */
-  roles: z.array(z.enum(['worker', 'collector', 'submitter'])).max(3),
-  /** The node's membership certificate (null while it waits for admission): lets every node check
-   * the origin of gossip it receives through others. */
-  cert: Certificate.nullable().optional(),
-});
+export const Advert = z
+  .object({
+    /** Schema version of the advert. */
+    v: z.literal(1),
+    /** The node's libp2p peer id (must equal the gossip message's signer). */
+    peerId: z.string().min(1).max(128),
+    /** Per-node sequence number; receivers keep the newest. Restarts continue from the stored value. */
+    seq: count,
+    /** Sender's clock at publish time, ms since epoch (informational; freshness uses the receiver's clock). */
+    sentAt: count,
+    /** True in the last advert a node sends before it leaves. */
+    leaving: z.boolean(),
+    /** vtnode version of the sender. */
+    version: z.string().min(1).max(64),
+    /** Host name, or null when the node runs with --private-host. */
+    host: z.string().max(255).nullable(),
+    /** Multiaddrs the node listens on (with no /p2p suffix), so peers can dial it directly. */
+    addrs: z.array(z.string().min(1).max(256)).max(MAX_ADVERT_ADDRS),
+    /** Models served by the node's model servers. */
+    models: z.array(AdvertModel).max(MAX_ADVERT_MODELS),
+    /** Memory in bytes: total, free, and reserved by loaded models / running jobs. */
+    memory: z.object({ total: bytes, free: bytes, reserved: bytes }),
+    /** Work on the node: jobs queued, running, and how many it can run at once. */
+    load: z.object({ queued: count, running: count, capacity: count }),
+    /**
+     * Why the node takes no new jobs now (a guest on battery or under load: capacity is then 0); absent
+     * while it takes jobs. Running jobs go on.
+     */
+    paused: z.string().min(1).max(200).optional(),
+    /**
+     * Prompts observed warm, newest first, capped. Empty when `warmDelta` is present (nodes older than warm deltas
+     * then see no warm list: placement without affinity to that node, never a wrong one).
+     */
+    warm: z.array(WarmEntry).max(MAX_ADVERT_WARM),
+    /** Revision of the sender's warm list: it grows by one at each change. Absent from nodes older than warm deltas. */
+    warmRev: z.number().int().min(0).optional(),
+    /** The warm list as a change to revision `from`, instead of whole in `warm`. */
+    warmDelta: WarmDelta.optional(),
+    /** Content ids of the workspaces the node holds, ready to score against. */
+    workspaces: z.array(Sha256Id).max(MAX_ADVERT_WORKSPACES),
+    /** The node's sandbox: backend and whether its startup self-test passed. */
+    sandbox: z.object({ backend: SandboxBackend, ok: z.boolean(), detail: z.string().max(500).optional() }),
+    /** Roles the node plays besides worker. */
+    roles: z.array(z.enum(['worker', 'collector', 'submitter'])).max(3),
+    /** The node's membership certificate (null while it waits for admission): lets every node check
+     * the origin of gossip it receives through others. */
+    cert: Certificate.nullable().optional(),
+  })
+  .check((ctx) => {
+    const a = ctx.value;
+    if (a.warmDelta && a.warm.length > 0)
+      ctx.issues.push({
+        code: 'custom',
+        input: a.warm,
+        path: ['warm'],
+        message: 'must be empty with warmDelta',
+      });
+    if (a.warmDelta && a.warmRev === undefined)
+      ctx.issues.push({
+        code: 'custom',
+        input: a.warmRev,
+        path: ['warmRev'],
+        message: 'is required with warmDelta',
+      });
+    if (a.warmDelta && a.warmRev !== undefined && a.warmDelta.from > a.warmRev)
+      ctx.issues.push({
+        code: 'custom',
+        input: a.warmDelta.from,
+        path: ['warmDelta', 'from'],
+        message: 'is after warmRev',
+      });
+  });
 export type Advert = z.infer<typeof Advert>;
 
 /** Largest advert a node publishes or accepts, bytes of JSON. */

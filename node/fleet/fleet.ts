@@ -5,11 +5,13 @@ import { createFleetView, type FleetView } from '../../placement/fleet-view.ts';
 import type { Advert } from '../../protocol/advert.ts';
 import { canonicalJson } from '../../protocol/canonical.ts';
 import { advertTopic } from '../../protocol/topics.ts';
+import { createWarmEncoder } from '../../protocol/warm-delta.ts';
 import { logger } from '../logger.ts';
 import type { OriginCheck } from '../membership/service.ts';
 import { countedValidator, metrics } from '../metrics.ts';
 import { type AdvertBody, advertValidator, decodeAdvert, encodeAdvert, fitAdvert } from './adverts.ts';
 import type { Host } from './host.ts';
+import { createPublishPacer } from './pacer.ts';
 
 export interface FleetOptions {
   /** The started libp2p host. */
@@ -80,9 +82,12 @@ export function createFleet(options: FleetOptions): Fleet {
 
   const changed = () => options.onChange?.(view);
 
-  function advertNow(leaving: boolean): Advert {
+  const warmEncoder = createWarmEncoder();
+
+  /** This node's advert now: whole (for its own view) and as sent (the warm list as a delta when it pays). */
+  function advertNow(leaving: boolean, wholeWarm: boolean): { whole: Advert; sent: Advert } {
     counter += 1;
-    return fitAdvert({
+    const whole = fitAdvert({
       v: 1,
       peerId: self,
       seq: options.seqBase * SEQ_STRIDE + counter,
@@ -90,14 +95,23 @@ export function createFleet(options: FleetOptions): Fleet {
       leaving,
       ...options.describe(),
     });
+    const warm = warmEncoder.encode(whole.warm, leaving || wholeWarm);
+    return { whole: { ...whole, warmRev: warm.warmRev }, sent: { ...whole, ...warm } };
   }
 
-  async function publish(leaving = false): Promise<void> {
-    const advert = advertNow(leaving);
+  const pacer = createPublishPacer({ intervalMs: options.intervalMs });
+  let pending: NodeJS.Timeout | null = null;
+
+  /** Publishes the advert now (`wholeWarm`: the warm list whole, for a peer that just connected). */
+  async function publish(leaving = false, wholeWarm = false): Promise<void> {
+    if (pending) clearTimeout(pending);
+    pending = null;
+    pacer.published(Date.now());
+    const { whole, sent } = advertNow(leaving, wholeWarm);
     lastBody = canonicalJson(options.describe());
-    if (!leaving) view.apply(advert, Date.now());
+    if (!leaving) view.apply(whole, Date.now());
     try {
-      await pubsub.publish(topic, encodeAdvert(advert));
+      await pubsub.publish(topic, encodeAdvert(sent));
       metrics().gossip.inc({ topic: 'advert', direction: 'out' });
     } catch (err) {
       log.warn('publishing the advert failed', err);
@@ -206,8 +220,9 @@ export function createFleet(options: FleetOptions): Fleet {
   }
   host.addEventListener('peer:disconnect', onDisconnect);
   const onConnect = () => {
-    // A new connection: tell the peer who we are right away rather than at the next tick.
-    void publish();
+    // A new connection: tell the peer who we are right away rather than at the next tick, with the
+    // whole warm list (it holds none of ours to apply a delta to).
+    void publish(false, true);
   };
   host.addEventListener('peer:connect', onConnect);
   const onDiscovery = (evt: CustomEvent<{ id: PeerId }>) => void ensureConnected(evt.detail.id.toString());
@@ -223,7 +238,7 @@ export function createFleet(options: FleetOptions): Fleet {
     // that arrived meanwhile are still unread, so nobody is judged on this tick.
     const since = now - lastTick;
     lastTick = now;
-    void publish();
+    if (pacer.heartbeat(now)) void publish();
     if (since > 2 * options.intervalMs)
       log('this node was stalled (%d ms since the last tick): no peer is expired on this tick', since);
     else {
@@ -238,7 +253,10 @@ export function createFleet(options: FleetOptions): Fleet {
   return {
     view,
     touch() {
-      if (!stopped && canonicalJson(options.describe()) !== lastBody) void publish();
+      if (stopped || pending || canonicalJson(options.describe()) === lastBody) return;
+      const wait = pacer.changed(Date.now());
+      if (wait === 0) void publish();
+      else pending = setTimeout(() => void (stopped ? undefined : publish()), wait);
     },
     knownPeers() {
       return Object.fromEntries(known);
@@ -250,6 +268,7 @@ export function createFleet(options: FleetOptions): Fleet {
       if (stopped) return;
       stopped = true;
       clearInterval(tick);
+      if (pending) clearTimeout(pending);
       host.removeEventListener('peer:disconnect', onDisconnect);
       host.removeEventListener('peer:connect', onConnect);
       host.removeEventListener('peer:discovery', onDiscovery);

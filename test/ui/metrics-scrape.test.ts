@@ -1,6 +1,7 @@
 // /metrics scraped from real nodes (separate processes, libp2p over loopback TCP, the real sandbox)
 // before and after a small campaign: the counters moved by exactly the campaign's numbers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSnapshot, type Snapshot } from '../../node/ui/snapshot-schema.ts';
 import type { Task } from '../../protocol/task.ts';
 import {
   MODEL,
@@ -39,6 +40,13 @@ function sum(samples: Map<string, number>, name: string, labels: Record<string, 
     if (Object.entries(labels).every(([k, v]) => key.includes(`${k}="${v}"`))) total += value;
   }
   return total;
+}
+
+/** The web view's snapshot of a node (`/api/state`). */
+async function state(port: number): Promise<Snapshot> {
+  const res = await fetch(`http://127.0.0.1:${port}/api/state`);
+  expect(res.status).toBe(200);
+  return parseSnapshot(await res.text(), `/api/state of :${port}`);
 }
 
 async function scrape(port: number): Promise<Map<string, number>> {
@@ -123,5 +131,23 @@ describe('/metrics after a campaign', () => {
     expect(settled.delta('vtnode_gossip_messages_total', { direction: 'ignored' })).toBe(0);
     for (const s of settled.now)
       expect(sum(s, 'vtnode_gossip_messages_total', { topic: 'advert', direction: 'in' })).toBeGreaterThan(0);
+
+    // Warm lists travel as deltas to the previous advert (protocol/warm-delta.ts): each node's view
+    // of the other holds as many warm prompts as the other says it has, and the campaign warmed some.
+    const views = async () => {
+      const states = await Promise.all(ports.map((p) => state(p)));
+      const own = new Map(
+        states.map((st) => [st.nodes.find((n) => n.self)!.peerId, st.nodes.find((n) => n.self)!.warm]),
+      );
+      return { own, agree: states.every((st) => st.nodes.every((n) => n.warm === own.get(n.peerId))) };
+    };
+    await eventually(async () => ((await views()).agree ? true : null), 30_000, 'warm lists agreeing');
+    // And they keep agreeing across the next adverts (most of which carry deltas, not whole lists).
+    for (let i = 0; i < 8; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      const v = await views();
+      expect(v.agree, `poll ${i}: ${JSON.stringify([...v.own])}`).toBe(true);
+      expect([...v.own.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    }
   }, 240_000);
 });
