@@ -12,6 +12,11 @@
  * drill: per-job silence backed up 16 % of the jobs of busy nodes, redoing their samples elsewhere).
  * A node that progresses one job while sitting on others it accepted holds them at most until their
  * lease deadline, and only as many as its advertised slots.
+ *
+ * A node that scores slowly (a cold type-check on a loaded machine) sends `scoring` heartbeats while
+ * its samples wait for or run in its sandbox: a node with a fresh heartbeat gets `beatFactor` times
+ * the stall time since its last real progress before its jobs are backed up. Heartbeats cost nothing
+ * to forge, so they only stretch the wait: a node that beats and never delivers is still backed up.
  */
 
 export interface HedgeOptions {
@@ -23,6 +28,8 @@ export interface HedgeOptions {
   unmeasuredStallMs?: number;
   /** Gaps remembered per model; the typical gap is their 90th percentile (default 128). */
   window?: number;
+  /** A node whose last heartbeat is within the stall time is backed up after this many stall times (default 3). */
+  beatFactor?: number;
 }
 
 /** An active job as the hedger sees it. */
@@ -34,6 +41,8 @@ export interface WatchedJob {
   lastProgressAt: number;
   /** Last progress of any job on its node (finished ones too), ms since epoch; 0 when none. */
   nodeProgressAt?: number;
+  /** Last `scoring` heartbeat of the job, ms since epoch; absent when none (not progress: see beatFactor). */
+  beatAt?: number;
   /** True for a backup, or for a job that has one: neither is backed up again. */
   hedged: boolean;
 }
@@ -65,6 +74,7 @@ export function createHedger(options: HedgeOptions = {}): Hedger {
   const factor = positive('factor', options.factor ?? 4);
   const unmeasuredStallMs = positive('unmeasuredStallMs', options.unmeasuredStallMs ?? 180_000);
   const window = Math.floor(positive('window', options.window ?? 128));
+  const beatFactor = positive('beatFactor', options.beatFactor ?? 3);
   /** model → its most recent gaps (a ring, oldest overwritten). */
   const gaps = new Map<string, number[]>();
   const next = new Map<string, number>();
@@ -102,16 +112,21 @@ export function createHedger(options: HedgeOptions = {}): Hedger {
       const stalls = new Map<string, number>();
       const list = [...jobs];
       const nodeLast = new Map<string, number>();
-      for (const job of list)
+      const nodeBeat = new Map<string, number>();
+      for (const job of list) {
         nodeLast.set(
           job.peerId,
           Math.max(nodeLast.get(job.peerId) ?? 0, job.lastProgressAt, job.nodeProgressAt ?? 0),
         );
+        nodeBeat.set(job.peerId, Math.max(nodeBeat.get(job.peerId) ?? 0, job.beatAt ?? 0));
+      }
       for (const job of list) {
         if (job.hedged) continue;
         const stall = stalls.get(job.model) ?? stallMs(job.model);
         stalls.set(job.model, stall);
-        if (now - nodeLast.get(job.peerId)! > stall) out.push(job);
+        const silent = now - nodeLast.get(job.peerId)!;
+        const beating = now - nodeBeat.get(job.peerId)! <= stall;
+        if (silent > (beating ? beatFactor * stall : stall)) out.push(job);
       }
       // The longest silent node first, and its longest silent job first.
       const silence = (j: WatchedJob) => nodeLast.get(j.peerId)!;

@@ -4,6 +4,7 @@ import {
   type JobRequest,
   type SampleGenerated,
   type SampleResult,
+  type SampleScoring,
   sampleId,
   sampleSeed,
   type WorkerMessage,
@@ -22,12 +23,14 @@ export type JobStep =
   | { type: 'accepted' }
   | { type: 'refused'; refusal: JobRefused }
   | { type: 'generated'; progress: SampleGenerated }
+  | { type: 'scoring'; beat: SampleScoring }
   | { type: 'sample'; result: SampleResult }
   | { type: 'end'; end: JobEnd; missing: number[] };
 
 /**
  * Checks the worker's side of one job, message by message (pure): first `accepted` or `refused`,
- * then `generated`/`sample` only for requested indices, each sample once, with the seed and sample id
+ * then `generated`/`sample` only for requested indices, each sample once, `scoring` heartbeats (only
+ * when the request said `beats`) only for requested samples not reported yet, with the seed and sample id
  * the request implies, then `end` (`done` only when every sample was reported), then nothing.
  */
 export interface JobSequence {
@@ -85,6 +88,11 @@ export function createJobSequence(request: JobRequest): JobSequence {
           checkJob(message.jobId, 'generated');
           checkIndex(message.index, 'generated');
           return { type: 'generated', progress: message };
+        case 'scoring':
+          checkJob(message.jobId, 'scoring');
+          if (!request.beats) fail('scoring heartbeat, which the job did not ask for');
+          for (const index of message.samples) checkIndex(index, 'scoring');
+          return { type: 'scoring', beat: message };
         case 'sample': {
           checkJob(message.jobId, 'sample');
           checkIndex(message.index, 'sample');

@@ -96,6 +96,11 @@ export const JobRequest = z
       .min(1000)
       .max(24 * 3_600_000)
       .optional(),
+    /**
+     * The submitter understands `scoring` heartbeats: the worker sends them while samples of the job
+     * wait for or run in its sandbox. Absent from submitters older than heartbeats (they get none).
+     */
+    beats: z.boolean().optional(),
   })
   .superRefine((job, ctx) => {
     for (let i = 0; i < job.samples.length; i++) {
@@ -235,6 +240,24 @@ export const SampleGenerated = z.object({
 });
 export type SampleGenerated = z.infer<typeof SampleGenerated>;
 
+/** How often a worker sends `scoring` while samples of a job wait for or run in its sandbox, ms. */
+export const SCORING_BEAT_MS = 10_000;
+
+/**
+ * Worker → submitter, a heartbeat (only to a submitter whose job said `beats`): these generated
+ * samples are being scored, or wait for a sandbox slot. Sent every SCORING_BEAT_MS while any is, so
+ * a worker that scores slowly (a cold type-check on a loaded machine) is not taken for a silent one
+ * and its work is not done twice. A hung model server sends none: generation is not covered.
+ */
+export const SampleScoring = z.object({
+  type: z.literal('scoring'),
+  /** Job the samples belong to. */
+  jobId: z.string().min(1).max(512),
+  /** Indices of the samples being scored or waiting to be, ascending. */
+  samples: z.array(count).min(1).max(MAX_JOB_SAMPLES),
+});
+export type SampleScoring = z.infer<typeof SampleScoring>;
+
 /** Why a job ended without all its samples. */
 export const JobFailure = z.enum([
   'model-error',
@@ -269,11 +292,12 @@ export const JobEnd = z.discriminatedUnion('status', [
 ]);
 export type JobEnd = z.infer<typeof JobEnd>;
 
-/** Everything a worker sends on /vtnode/job/1 (first `accepted` or `refused`, then `generated`/`sample`s, then `end`). */
+/** Everything a worker sends on /vtnode/job/1 (first `accepted` or `refused`, then `generated`/`scoring`/`sample`s, then `end`). */
 export const WorkerMessage = z.discriminatedUnion('type', [
   JobAccepted,
   JobRefused,
   SampleGenerated,
+  SampleScoring,
   SampleResult,
   JobEnd,
 ]);

@@ -55,6 +55,7 @@ export type JobEvent =
   | { type: 'accepted' }
   | { type: 'refused'; reason: RefusalReason; message: string }
   | { type: 'generated'; progress: SampleGenerated }
+  | { type: 'scoring'; samples: number[] }
   | { type: 'sample'; result: SampleResult }
   | { type: 'end'; end: JobEnd; missing: number[] }
   | { type: 'lost'; cause: LostCause; message: string; missing: number[] };
@@ -125,6 +126,7 @@ export async function* submitJob(
       if (step.type === 'refused')
         yield { type: 'refused', reason: step.refusal.reason, message: step.refusal.message };
       else if (step.type === 'generated') yield { type: 'generated', progress: step.progress };
+      else if (step.type === 'scoring') yield { type: 'scoring', samples: step.beat.samples };
       else if (step.type === 'sample') yield { type: 'sample', result: step.result };
       else yield step;
       if (sequence.finished) {

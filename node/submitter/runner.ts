@@ -94,8 +94,8 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
   const book = createLeaseBook({ maxAttempts: options.maxAttempts ?? 5 });
   const hedger = options.hedge === false ? null : createHedger(options.hedge);
   const streams = new Map<string, AbortController>();
-  /** Per running job: its last progress (ms since epoch) and how many scored samples it sent. */
-  const progress = new Map<string, { at: number; scored: number }>();
+  /** Per running job: its last progress and heartbeat (ms since epoch) and how many scored samples it sent. */
+  const progress = new Map<string, { at: number; beatAt?: number; scored: number }>();
   /** peerId → its last progress on any job (the hedger counts a node's silence, not a job's). */
   const nodeProgress = new Map<string, number>();
   /** Backup job id → the job it backs up. */
@@ -180,7 +180,11 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
     for await (const ev of events) {
       if (ev.type === 'generated' || ev.type === 'sample') progressed(lease, ev.type === 'sample');
       if (ev.type === 'accepted') onAccepted();
-      else if (ev.type === 'refused') {
+      else if (ev.type === 'scoring') {
+        // Its samples are in the sandbox: the hedger waits longer (placement/hedge.ts beatFactor).
+        const p = progress.get(lease.jobId);
+        if (p) p.beatAt = Date.now();
+      } else if (ev.type === 'refused') {
         log('job %s refused by %s: %s (%s)', lease.jobId, lease.peerId, ev.reason, ev.message);
         if (ev.reason === 'full') {
           // Back-pressure (another submitter filled it): wait for its next advert, try again.
@@ -253,6 +257,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       deadlineMs,
       submitter: options.peerId,
       leaseMs,
+      beats: true,
     });
     const self = lease.peerId === options.peerId;
     let accepted = false;
@@ -327,6 +332,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       peerId: j.peerId,
       model: j.model,
       lastProgressAt: progress.get(j.jobId)?.at ?? j.leasedAt,
+      beatAt: progress.get(j.jobId)?.beatAt,
       nodeProgressAt: nodeProgress.get(j.peerId) ?? 0,
       hedged: paired.has(j.jobId),
     }));

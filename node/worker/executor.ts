@@ -5,6 +5,7 @@ import {
   MAX_JOB_FRAME_BYTES,
   type RefusalReason,
   type SampleResult,
+  SCORING_BEAT_MS,
   SubmitterMessage,
   sampleId,
   sampleSeed,
@@ -43,6 +44,8 @@ export interface StorageHealth {
 export interface JobExecutorOptions {
   /** The libp2p host whose /vtnode/job/1 streams this executor serves. */
   host: StreamHost;
+  /** Interval of `scoring` heartbeats while a job's samples are in the sandbox, ms (default SCORING_BEAT_MS). */
+  scoringBeatMs?: number;
   /** This node's peer id (the origin of its samples). */
   peerId: string;
   /** Model servers that generate the samples. */
@@ -274,11 +277,33 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     abort: AbortController,
     activity: JobActivity,
   ): Promise<void> {
-    const signal = abort.signal;
     const todo = job.samples.filter((index) => !options.sampleLog.get(idOf(job, index)));
     if (todo.length === 0) return;
 
     const pending: Promise<void>[] = [];
+    // Generated samples not yet scored (waiting for a sandbox slot or running): heartbeats name them.
+    const inSandbox = new Set<number>();
+    const beat = setInterval(() => {
+      if (inSandbox.size > 0) run.scoring([...inSandbox]);
+    }, options.scoringBeatMs ?? SCORING_BEAT_MS);
+    try {
+      await generateAndScore(job, run, abort, activity, todo, pending, inSandbox);
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  /** execute's body: generation, each sample's scoring started as it arrives, then the wait for all. */
+  async function generateAndScore(
+    job: JobRequest,
+    run: JobRun,
+    abort: AbortController,
+    activity: JobActivity,
+    todo: number[],
+    pending: Promise<void>[],
+    inSandbox: Set<number>,
+  ): Promise<void> {
+    const signal = abort.signal;
     let failure: { reason: 'model-error' | 'sandbox-error' | 'internal'; message: string } | null = null;
     const outcomes: AsyncIterable<SampleOutcome> = options.models.generate({
       model: job.model,
@@ -317,8 +342,10 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         tokensPerSecond: outcome.tokensPerSecond,
       });
       // Score while the next samples generate.
+      inSandbox.add(index);
       pending.push(
         scoreSample(job, index, outcome, signal, activity)
+          .finally(() => inSandbox.delete(index))
           .then((body) => {
             const logged = logSample(body);
             countScored(job.model, body.score.reward);
@@ -447,21 +474,21 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         return;
       }
       log('job %s: the submitter re-attached (%d samples asked)', job.jobId, job.samples.length);
-      await existing.run.attach(wire, job.samples);
+      await existing.run.attach(wire, job.samples, job.jobId, job.beats === true);
       return;
     }
     const why = refusal(job, remotePeer);
     const orphan = why?.[0] === 'bad-request' ? null : adoptable(job, remotePeer);
     if (orphan) {
       log('job %s takes over job %s, running without a stream', job.jobId, orphan.job.jobId);
-      await orphan.run.attach(wire, job.samples, job.jobId);
+      await orphan.run.attach(wire, job.samples, job.jobId, job.beats === true);
       return;
     }
     if (why) {
       await refuse(wire, job.jobId, ...why);
       return;
     }
-    await startRun(job, remotePeer).run.attach(wire, job.samples);
+    await startRun(job, remotePeer).run.attach(wire, job.samples, job.jobId, job.beats === true);
   }
 
   return {

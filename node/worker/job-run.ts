@@ -47,9 +47,11 @@ export interface JobRun {
    * samples (`jobId`: the id that stream uses). Resolves when that stream is done with; rejects
    * when the submitter broke the protocol on it (a malformed or oversized frame: the job goes on).
    */
-  attach(wire: Wire, samples: readonly number[], jobId?: string): Promise<void>;
+  attach(wire: Wire, samples: readonly number[], jobId?: string, beats?: boolean): Promise<void>;
   /** Progress: a sample is generated and queued for scoring. */
   generated(message: SampleGenerated): void;
+  /** A heartbeat: these samples are being scored or wait for a sandbox (sent only where the request said `beats`). */
+  scoring(samples: readonly number[]): void;
   /** A sample is scored and durable. */
   scored(result: SampleResult): void;
   /** The job is over; the attached stream (if any) gets its `end`. */
@@ -68,6 +70,8 @@ interface Attachment {
   reported: Set<number>;
   /** Samples whose `generated` is queued on this stream. */
   announced: Set<number>;
+  /** The submitter on this stream takes `scoring` heartbeats. */
+  beats: boolean;
   /** Sends, in order: every message of one stream goes through this chain. */
   queue: Promise<void>;
   broken: boolean;
@@ -182,7 +186,7 @@ export function createJobRun(options: JobRunOptions): JobRun {
   };
 
   return {
-    attach(wire, samples, jobId = job.jobId) {
+    attach(wire, samples, jobId = job.jobId, beats = false) {
       let done!: () => void;
       const over = new Promise<void>((resolve) => {
         done = resolve;
@@ -193,6 +197,7 @@ export function createJobRun(options: JobRunOptions): JobRun {
         wanted: new Set(samples),
         reported: new Set(),
         announced: new Set(),
+        beats,
         queue: Promise.resolve(),
         broken: false,
         ended: false,
@@ -225,6 +230,12 @@ export function createJobRun(options: JobRunOptions): JobRun {
         return;
       a.announced.add(message.index);
       enqueue(a, message);
+    },
+    scoring(samples) {
+      const a = current;
+      if (!a?.beats || a.ended) return;
+      const beat = samples.filter((i) => a.wanted.has(i) && !a.reported.has(i)).sort((x, y) => x - y);
+      if (beat.length > 0) enqueue(a, { type: 'scoring', jobId: a.jobId, samples: beat });
     },
     scored(result) {
       const a = current;

@@ -35,6 +35,23 @@ describe('job sequence', () => {
     expect(() => seq.next(sample(1))).toThrow(/sample after the job ended/);
   });
 
+  it('takes scoring heartbeats only when the job asked for them, for requested samples not yet reported', () => {
+    const beat = (samples: number[]): WorkerMessage => ({ type: 'scoring', jobId, samples });
+    const plain = createJobSequence(request);
+    plain.next({ type: 'accepted', jobId, worker: 'W' });
+    expect(() => plain.next(beat([1]))).toThrow(/did not ask for/);
+
+    const seq = createJobSequence({ ...request, beats: true });
+    expect(() => seq.next(beat([1]))).toThrow(/before the job was accepted/);
+    seq.next({ type: 'accepted', jobId, worker: 'W' });
+    expect(seq.next(beat([1, 4]))).toEqual({ type: 'scoring', beat: beat([1, 4]) });
+    expect(() => seq.next(beat([2]))).toThrow(/did not ask for/);
+    expect(() => seq.next({ type: 'scoring', jobId: 'other', samples: [1] })).toThrow(JobProtocolError);
+    seq.next(sample(1));
+    expect(() => seq.next(beat([1]))).toThrow(/already reported/);
+    expect(seq.missing()).toEqual([4, 6]);
+  });
+
   it('reports the missing samples of a failed end, and accepts a refusal first', () => {
     const seq = createJobSequence(request);
     seq.next({ type: 'accepted', jobId, worker: 'W' });

@@ -107,6 +107,32 @@ describe('a job and its stream', () => {
     expect(s.steps.at(-1)).toMatchObject({ end: { status: 'done' } });
   });
 
+  it('scoring heartbeats go only to a stream whose job asked for them, naming its samples not yet reported', async () => {
+    const beats = { ...job, beats: true };
+    const { r, score } = run();
+    const plain = stream(job);
+    const attachedPlain = r.attach(plain.worker, job.samples);
+    r.scoring([0, 1]);
+    score(0);
+    await plain.until(() => plain.samples().length === 1, 'sample 0');
+    expect(plain.steps.some((x) => x.type === 'scoring')).toBe(false);
+    // A re-attach whose request takes heartbeats: they name wanted samples not yet reported, ascending.
+    const s = stream(beats);
+    const attached = r.attach(s.worker, [0, 1, 2], job.jobId, true);
+    r.scoring([2, 0, 1, 5]);
+    await s.until(() => s.steps.some((x) => x.type === 'scoring'), 'a heartbeat');
+    expect(s.steps.find((x) => x.type === 'scoring')).toEqual({
+      type: 'scoring',
+      beat: { type: 'scoring', jobId: job.jobId, samples: [1, 2] },
+    });
+    for (const i of [1, 2]) score(i);
+    r.scoring([1]);
+    r.finish({ reason: 'internal', message: 'stop' });
+    expect(await s.over).toBeNull();
+    await Promise.all([attached, attachedPlain]);
+    expect(s.steps.filter((x) => x.type === 'scoring')).toHaveLength(1);
+  });
+
   it('garbage from the submitter mid-job detaches the stream, the job goes on, and attach rejects with the offence', async () => {
     const { r, score } = run();
     const first = stream(job);
