@@ -11,7 +11,19 @@ import type { startDaemon } from '../../node/daemon.ts';
 import type { CampaignStartRequest, CampaignStatus, StartResponse } from '../../node/submitter/service.ts';
 import { CliError, type Command } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
-import { commandLine, count, duration, flag, group, int, list, number, oneOf, string } from '../options.ts';
+import {
+  commandLine,
+  count,
+  DATA_DIR,
+  duration,
+  flag,
+  group,
+  int,
+  list,
+  number,
+  oneOf,
+  string,
+} from '../options.ts';
 import { createProgressPrinter, finalSummary } from '../progress.ts';
 
 const line = commandLine({
@@ -58,7 +70,7 @@ none runs, a node started for the campaign's duration. Progress goes to stderr.`
         default: 'detach',
       }),
       json: flag({ doc: 'print the final summary as one JSON object on stdout' }),
-      'data-dir': string({ doc: "the submitter node's data dir", value: 'DIR' }),
+      'data-dir': DATA_DIR,
     }),
   ],
 });
