@@ -374,7 +374,7 @@ function convertOne(name: string, s: OptionSpec, text: string, usage: string): u
  * checks every value, applies defaults and refuses a missing required option. Every error is a
  * CliError with exit code 2 whose message names the flag as typed and ends with `usage`.
  */
-export function parseWith<T extends OptionTable>(
+export function parseCommandLine<T extends OptionTable>(
   argv: readonly string[],
   table: T,
   usage: string,
@@ -520,7 +520,7 @@ export function commandLine<const G extends readonly OptionGroup[]>(init: {
     usage,
     table: table as Merged<G>,
     groups: init.groups,
-    parse: (argv) => parseWith(argv, table as Merged<G>, usage, init.positionals ?? false),
+    parse: (argv) => parseCommandLine(argv, table as Merged<G>, usage, init.positionals ?? false),
   };
 }
 
