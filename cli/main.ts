@@ -1,35 +1,12 @@
 import { StorageError } from '../node/storage/errors.ts';
 import { CliError } from './command.ts';
-import { findCommand, helpText } from './command-table.ts';
+import { dispatch } from './dispatch.ts';
 
-async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  // No command is a usage error, like an unknown one: help on stderr, exit 2 (stdout stays clean for
-  // scripts). Help asked for is the output: stdout, exit 0.
-  if (name === undefined) {
-    process.stderr.write(helpText());
-    return 2;
-  }
-  if (name === 'help' || name === '--help' || name === '-h') {
-    process.stdout.write(helpText());
-    return 0;
-  }
-  if (name === '--version' || name === '-v') {
-    const { VTNODE_VERSION } = await import('../protocol/version.ts');
-    process.stdout.write(`${VTNODE_VERSION}\n`);
-    return 0;
-  }
-  const entry = findCommand(name);
-  if (!entry) {
-    process.stderr.write(`vtnode: unknown command "${name}"\n\n${helpText()}`);
-    return 2;
-  }
-  const { command: cmd } = await entry.load();
-  if (rest.includes('--help') || rest.includes('-h')) {
-    process.stdout.write(`${cmd.usage}\n`);
-    return 0;
-  }
-  return await cmd.run(rest);
+function main(argv: string[]): Promise<number> {
+  return dispatch(argv, {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+  });
 }
 
 /** Exits once stdout has flushed (a libp2p timer or a model-server probe must not keep a finished command alive). */

@@ -136,14 +136,3 @@ export async function decodeToken(text: string, options: DecodeOptions): Promise
   }
   return body;
 }
-
-const DURATION = /^(\d+)(s|m|h|d|w)$/;
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** Parses a duration such as `90s`, `30m`, `12h`, `7d`, `2w` into ms; null if malformed. */
-export function parseDuration(text: string): number | null {
-  const m = DURATION.exec(text.trim());
-  if (!m) return null;
-  const ms = Number(m[1]) * UNIT_MS[m[2]!]!;
-  return ms > 0 && Number.isSafeInteger(ms) ? ms : null;
-}

@@ -2,10 +2,12 @@ import { existsSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readTasksFile, type TaskLine } from '../../sandbox/tasks-file.ts';
-import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
+import { commandLine, flag, group, int, string } from '../options.ts';
 import { openScorer, refuseUnreadyWorkspace } from '../scorer.ts';
 
-const usage = `Usage: vtnode calibrate --tasks FILE --out FILE [options]
+const line = commandLine({
+  prose: `Usage: vtnode calibrate --tasks FILE --out FILE [options]
 
 Scores every task's reference (the workspace's own target file) in the sandbox and keeps only the
 tasks whose reference scores 1.0. Prints the reason for each dropped task, a progress bar on stderr
@@ -13,16 +15,27 @@ and a summary. Exits 0 when some tasks were kept; exits 3 when some tasks could 
 infrastructure reasons (a box that could not be set up, a run stopped by its wall-clock limit on a
 loaded machine): those are neither kept nor dropped, and are listed as unscored (run again). A
 workspace that cannot run the tasks (not installed, not built, not the tasks' checkout), or one where
-no reference scores 1.0, is refused with exit 1 and nothing written.
-
-Options:
-  --tasks FILE       tasks.jsonl to calibrate
-  --out FILE         where the kept tasks are written (lines unchanged)
-  --jobs N           tasks scored in parallel (default 1)
-  --workspace DIR    score every task in this checkout (default: each task's workspace.root)
-  --unconfined       run without the sandbox (trusted input only)
-  --json             print { "kept": n, "dropped": [{ "taskId", "reason" }], "unscored": [{ "taskId", "reason" }] }
-  -h, --help         this text`;
+no reference scores 1.0, is refused with exit 1 and nothing written.`,
+  groups: [
+    group('Options:', {
+      tasks: string({ doc: 'tasks.jsonl to calibrate', value: 'FILE', required: true }),
+      out: string({
+        doc: 'where the kept tasks are written (lines unchanged)',
+        value: 'FILE',
+        required: true,
+      }),
+      jobs: int({ doc: 'tasks scored in parallel', min: 1, default: 1 }),
+      workspace: string({
+        doc: "score every task in this checkout (default: each task's workspace.root)",
+        value: 'DIR',
+      }),
+      unconfined: flag({ doc: 'run without the sandbox (trusted input only)' }),
+      json: flag({
+        doc: 'print { "kept": n, "dropped": [{ "taskId", "reason" }], "unscored": [{ "taskId", "reason" }] }',
+      }),
+    }),
+  ],
+});
 
 interface Dropped {
   taskId: string;
@@ -55,23 +68,11 @@ function refuseForeignWorkspace(dir: string, tasks: readonly TaskLine['task'][])
 export const command: Command = {
   name: 'calibrate',
   summary: 'keep only the tasks whose reference scores 1.0 in the sandbox',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        tasks: { type: 'string' },
-        out: { type: 'string' },
-        jobs: { type: 'string' },
-        workspace: { type: 'string' },
-        unconfined: { type: 'boolean' },
-        json: { type: 'boolean' },
-      },
-      usage,
-    );
-    if (!values.tasks || !values.out) throw new CliError(`--tasks and --out are required\n\n${usage}`, 2);
-    const jobs = intOption(values.jobs, 'jobs', 1);
-    if (jobs < 1) throw new CliError('--jobs must be at least 1', 2);
+    const { values } = line.parse(argv);
+    const jobs = values.jobs;
     const lines = await readTasksFile(values.tasks).catch((err: Error) => {
       throw new CliError(err.message);
     });

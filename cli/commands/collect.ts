@@ -2,73 +2,65 @@ import { resolve } from 'node:path';
 import { openDatasetStore } from '../../node/collector/store.ts';
 import type { startDaemon } from '../../node/daemon.ts';
 import { workspaceId } from '../../node/workspace/content-id.ts';
-import { parseDuration } from '../../protocol/token.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { readTasks } from '../../sandbox/tasks-file.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
-import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
+import { CliError, type Command } from '../command.ts';
+import { dataDirFrom, mergeConfig, NODE_OPTIONS } from '../node-options.ts';
+import { commandLine, duration, fraction, group, string } from '../options.ts';
 import { openScorer, refuseUnreadyWorkspace } from '../scorer.ts';
-import { expandUiFlag, startUi, uiOptions, uiOptionsUsage, uiSettings } from '../ui.ts';
-import { fractionOption } from './export.ts';
+import { startUi, UI_OPTIONS, uiSettings } from '../ui.ts';
 import { acceptToken } from './join.ts';
 
-const usage = `Usage: vtnode collect --out DATASET [collect options] [node options]
+const line = commandLine({
+  prose: `Usage: vtnode collect --out DATASET [collect options] [node options]
 
 Runs this node as a collector until stopped (Ctrl-C or \`vtnode leave\`): follows the fleet's
 sample digests, fetches every body from its origin (or any node holding it), checks it against the
 signed digest, catches up with every node's log on start and periodically (so nothing gossiped while
 it was away is lost), spot-audits verified samples in its own sandbox, and keeps trust per origin.
 The node must be in a fleet: \`vtnode init\` or \`vtnode join\` first with this --data-dir, or
---token TOKEN here (joins, as \`vtnode join\` does, and saves the fleet in the data dir).
-
-Collect options:
-  --token TOKEN            join the fleet this token names first
-  --out DATASET            dataset dir (created; reused on restart)
-  --tasks FILE             tasks.jsonl of the campaign: needed to export and audit samples
-                           (samples of unknown tasks are kept, flagged, never exported)
-  --min-reward R           reward that counts as verified (default 1.0)
-  --audit-fraction F       share of verified samples re-scored (default 0.05); every sample of a
-                           node caught lying is re-scored
-  --workspace DIR          a built checkout audits score against, repeatable (no workspace, no audits)
-  --catch-up-interval DUR  how often to ask every node for missed digests (default 30s)
-  --unconfined             audit without the sandbox (trusted input only)
-${nodeOptionsUsage}
-${uiOptionsUsage}`;
+--token TOKEN here (joins, as \`vtnode join\` does, and saves the fleet in the data dir). Audits
+score against the node's --workspace checkouts (no workspace, no audits), in the sandbox unless
+--unconfined.`,
+  groups: [
+    group('Collect options:', {
+      token: string({ doc: 'join the fleet this token names first', value: 'TOKEN' }),
+      out: string({ doc: 'dataset dir (created; reused on restart)', value: 'DATASET', required: true }),
+      tasks: string({
+        doc: 'tasks.jsonl of the campaign: needed to export and audit samples (samples of unknown tasks are kept, flagged, never exported)',
+        value: 'FILE',
+      }),
+      'min-reward': fraction({
+        doc: 'reward that counts as verified',
+        value: 'R',
+        default: 1,
+        defaultText: '1.0',
+      }),
+      'audit-fraction': fraction({
+        doc: 'share of verified samples re-scored (default 0.05); every sample of a node caught lying is re-scored',
+        default: 0.05,
+      }),
+      'catch-up-interval': duration({
+        doc: 'how often to ask every node for missed digests',
+        default: 30_000,
+      }),
+    }),
+    NODE_OPTIONS,
+    UI_OPTIONS,
+  ],
+});
 
 export const command: Command = {
   name: 'collect',
   summary: 'run this node as a collector: digests in, verified dataset out',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      expandUiFlag(argv),
-      {
-        ...nodeOptions,
-        ...uiOptions,
-        out: { type: 'string' },
-        token: { type: 'string' },
-        tasks: { type: 'string' },
-        'min-reward': { type: 'string' },
-        'audit-fraction': { type: 'string' },
-        'catch-up-interval': { type: 'string' },
-        unconfined: { type: 'boolean' },
-      },
-      usage,
-    );
-    if (!values.out) throw new CliError(`--out DATASET is required\n\n${usage}`, 2);
+    const { values } = line.parse(argv);
     const uiAt = uiSettings(values);
-    const minReward = fractionOption(values['min-reward'], 'min-reward', 1);
-    const auditFraction = fractionOption(values['audit-fraction'], 'audit-fraction', 0.05);
-    let catchUpIntervalMs = 30_000;
-    if (values['catch-up-interval'] !== undefined) {
-      const ms = parseDuration(values['catch-up-interval']);
-      if (ms === null)
-        throw new CliError(
-          `--catch-up-interval: not a duration: "${values['catch-up-interval']}" (e.g. 30s, 5m)`,
-          2,
-        );
-      catchUpIntervalMs = ms;
-    }
+    const minReward = values['min-reward'];
+    const auditFraction = values['audit-fraction'];
+    const catchUpIntervalMs = values['catch-up-interval'];
     const dataDir = dataDirFrom(values);
     const fleet = values.token ? await acceptToken(dataDir, values.token) : await dataDir.readFleet();
     if (!fleet)

@@ -13,14 +13,16 @@ import type { FleetStatus } from '../../node/status.ts';
 import { createConfinement } from '../../sandbox/backend.ts';
 import { BackendUnavailableError } from '../../sandbox/confinement.ts';
 import { readTasks, readTasksFile } from '../../sandbox/tasks-file.ts';
-import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
 import { pickDemoTasks } from '../demo-plan.ts';
+import { commandLine, count, flag, group, int, string } from '../options.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = join(REPO, 'bin', 'vtnode.js');
 const CORPUS = join(REPO, 'examples', 'ledger');
 
-const usage = `Usage: vtnode demo [--nodes 2] [-k 2] [--tasks 8] [--dir DIR] [--no-ui]
+const line = commandLine({
+  prose: `Usage: vtnode demo [--nodes 2] [-k 2] [--tasks 8] [--dir DIR] [--no-ui]
 
 The whole pipeline on this machine, on embedded defaults: mines the example corpus
 (examples/ledger), takes a share of its tasks (eval tasks first, both kinds, spread over modules),
@@ -31,14 +33,19 @@ samples per task through the mesh, then has a collector node gather the verified
 against their signed digests, spot-audited), exports them for mlx_lm.lora and reports pass@k on the
 eval split (the held-out tasks) and on train. Every node and the collector start with the reference
 runs calibration already made (the same sandbox, workspace and judges: the same cache keys).
-Prints where everything was written.
-
-  --nodes N     fleet size (default 2)
-  -k N          samples per task (default 2)
-  --tasks N     tasks taken from the corpus, 0 for all (default 8)
-  --dir DIR     where to work (default a new temp dir)
-  --no-ui       no web view (by default the first node and the collector serve one on loopback,
-                and their addresses are printed)`;
+Prints where everything was written.`,
+  groups: [
+    group('Options:', {
+      nodes: int({ doc: 'fleet size', min: 1, max: 16, default: 2 }),
+      k: count({ doc: 'samples per task', short: 'k', default: 2 }),
+      tasks: count({ doc: 'tasks taken from the corpus, 0 for all', default: 8 }),
+      dir: string({ doc: 'where to work (default a new temp dir)', value: 'DIR' }),
+      'no-ui': flag({
+        doc: 'no web view (by default the first node and the collector serve one on loopback, and their addresses are printed)',
+      }),
+    }),
+  ],
+});
 
 async function sandboxFlags(): Promise<string[]> {
   try {
@@ -109,23 +116,11 @@ async function capture(args: string[]): Promise<string> {
 export const command: Command = {
   name: 'demo',
   summary: 'the whole pipeline on this machine: mine, calibrate, a local fleet, a campaign, a dataset',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        nodes: { type: 'string' },
-        k: { type: 'string', short: 'k' },
-        tasks: { type: 'string' },
-        dir: { type: 'string' },
-        'no-ui': { type: 'boolean' },
-      },
-      usage,
-    );
-    const n = intOption(values.nodes, 'nodes', 2);
-    const k = intOption(values.k, 'k', 2);
-    const taskCount = intOption(values.tasks, 'tasks', 8);
-    if (n < 1 || n > 16) throw new CliError('--nodes must be 1-16', 2);
+    const { values } = line.parse(argv);
+    const { nodes: n, k, tasks: taskCount } = values;
     const dir = values.dir ?? (await mkdtemp(join(tmpdir(), 'vtnode-demo-')));
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const tasks = join(dir, 'tasks.jsonl');

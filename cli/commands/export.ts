@@ -1,9 +1,11 @@
-import { EXPORT_FORMATS, type ExportFormat, exportDataset } from '../../node/collector/export.ts';
+import { EXPORT_FORMATS, exportDataset } from '../../node/collector/export.ts';
 import { ExportTargetError } from '../../node/collector/export-dir.ts';
 import { openExistingDataset } from '../../node/collector/open.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
+import { commandLine, flag, fraction, group, oneOf, string } from '../options.ts';
 
-const usage = `Usage: vtnode export --from DATASET --format mlx|hf|repair --out DIR [options]
+const line = commandLine({
+  prose: `Usage: vtnode export --from DATASET --format mlx|hf|repair --out DIR [options]
 
 Writes training data from a collector's dataset, deterministically (the same dataset gives
 byte-identical files), with manifest.json (sha256 of every file, counts, models, commits, fingerprints).
@@ -15,50 +17,31 @@ Formats:
   mlx      train.jsonl, valid.jsonl (chat "messages") for mlx_lm.lora; train split only, valid drawn
            by source-sharing group, never from eval tasks
   hf       data/train.jsonl, data/test.jsonl (eval split) and a README.md dataset card
-  repair   a failed candidate plus its diagnostics as the prompt, a passing sample as the answer
-
-Options:
-  --from DATASET          dataset dir written by \`vtnode collect\`
-  --format FORMAT         mlx, hf or repair
-  --out DIR               output dir: created, or replaced as a whole when it holds a previous
-                          export (written beside it, then swapped in: no stale file remains, and
-                          a failure leaves the previous export intact); any other non-empty dir
-                          is refused
-  --force                 replace a non-empty --out that is not a previous export (and all in it)
-  --min-reward R          verified threshold (default: the dataset's, 1.0)
-  --valid-fraction F      share of source-sharing groups for valid.jsonl (default 0.1)
-  --json                  print the manifest as JSON`;
-
-export function fractionOption(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0 || n > 1)
-    throw new CliError(`--${name} must be a number in [0, 1], got "${value}"`, 2);
-  return n;
-}
+  repair   a failed candidate plus its diagnostics as the prompt, a passing sample as the answer`,
+  groups: [
+    group('Options:', {
+      from: string({ doc: 'dataset dir written by `vtnode collect`', value: 'DATASET', required: true }),
+      format: oneOf(EXPORT_FORMATS, { doc: 'the training data format', value: 'FORMAT', required: true }),
+      out: string({
+        doc: 'output dir: created, or replaced as a whole when it holds a previous export (written beside it, then swapped in: no stale file remains, and a failure leaves the previous export intact); any other non-empty dir is refused',
+        value: 'DIR',
+        required: true,
+      }),
+      force: flag({ doc: 'replace a non-empty --out that is not a previous export (and all in it)' }),
+      'min-reward': fraction({ doc: "verified threshold (default: the dataset's, 1.0)", value: 'R' }),
+      'valid-fraction': fraction({ doc: 'share of source-sharing groups for valid.jsonl', default: 0.1 }),
+      json: flag({ doc: 'print the manifest as JSON' }),
+    }),
+  ],
+});
 
 export const command: Command = {
   name: 'export',
   summary: 'write training data (mlx, hf, repair) from a dataset',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        from: { type: 'string' },
-        format: { type: 'string' },
-        out: { type: 'string' },
-        'min-reward': { type: 'string' },
-        'valid-fraction': { type: 'string' },
-        force: { type: 'boolean' },
-        json: { type: 'boolean' },
-      },
-      usage,
-    );
-    if (!values.from || !values.out || !values.format)
-      throw new CliError(`--from, --format and --out are required\n\n${usage}`, 2);
-    if (!EXPORT_FORMATS.includes(values.format as ExportFormat))
-      throw new CliError(`--format must be one of ${EXPORT_FORMATS.join(', ')}, got "${values.format}"`, 2);
+    const { values } = line.parse(argv);
     const store = openExistingDataset(values.from);
     if (!store)
       throw new CliError(
@@ -68,12 +51,10 @@ export const command: Command = {
       const manifest = await exportDataset({
         ...(values.force ? { force: true } : {}),
         store,
-        format: values.format as ExportFormat,
+        format: values.format,
         out: values.out,
-        ...(values['min-reward'] !== undefined
-          ? { minReward: fractionOption(values['min-reward'], 'min-reward', 1) }
-          : {}),
-        validFraction: fractionOption(values['valid-fraction'], 'valid-fraction', 0.1),
+        ...(values['min-reward'] !== undefined ? { minReward: values['min-reward'] } : {}),
+        validFraction: values['valid-fraction'],
       });
       if (values.json) process.stdout.write(`${JSON.stringify(manifest, null, 2)}\n`);
       else {

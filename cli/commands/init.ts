@@ -11,24 +11,34 @@ import { membershipFiles } from '../../node/membership/files.ts';
 import { DEFAULT_PORT } from '../../node/net.ts';
 import { issueToken } from '../../node/tokens.ts';
 import { verifyKeyChain } from '../../protocol/membership.ts';
-import { FleetId, parseDuration } from '../../protocol/token.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
-import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
-import { expiresOption, rolesOption } from './token.ts';
+import { FleetId } from '../../protocol/token.ts';
+import { CliError, type Command } from '../command.ts';
+import { dataDirFrom, mergeConfig, NODE_OPTIONS } from '../node-options.ts';
+import { commandLine, duration, flag, group, string } from '../options.ts';
+import { EXPIRES, ROLES, rolesOption } from './token.ts';
 
-const usage = `Usage: vtnode init --fleet NAME [--expires 7d] [--roles LIST] [--cert-ttl 30d] [node options]
+const line = commandLine({
+  prose: `Usage: vtnode init --fleet NAME [--expires 7d] [--roles LIST] [--cert-ttl 30d] [node options]
 
 Creates a fleet: a data dir with this node's identity, the fleet's pre-shared key and the fleet's
 signing key (fleet-key.json: keep it private, back it up), and prints a join token for other
 machines (\`vtnode join <token>\`). Then run \`vtnode start\` to bring this node up. This node admits
-joiners, renews their certificates, revokes members and rotates keys (docs/security.md).
-
-  --fleet NAME      fleet name (a-z, 0-9, -)
-  --expires DUR     token lifetime, e.g. 12h, 7d (default 7d)
-  --roles LIST      roles the token grants: worker, submitter, collector (default all three)
-  --cert-ttl DUR    lifetime of membership certificates, renewed when a third is left (default 30d)
-  --json            print { fleet, peerId, dataDir, token, bootstrap, expires, invitation } as JSON
-${nodeOptionsUsage}`;
+joiners, renews their certificates, revokes members and rotates keys (docs/security.md).`,
+  groups: [
+    group('Options:', {
+      fleet: string({ doc: 'fleet name (a-z, 0-9, -)', value: 'NAME', required: true }),
+      expires: EXPIRES,
+      roles: ROLES,
+      'cert-ttl': duration({
+        doc: 'lifetime of membership certificates, renewed when a third is left',
+        min: 10_000,
+        default: DEFAULT_CERT_TTL_MS,
+      }),
+      json: flag({ doc: 'print { fleet, peerId, dataDir, token, bootstrap, expires, invitation } as JSON' }),
+    }),
+    NODE_OPTIONS,
+  ],
+});
 
 /**
  * Runs `create` in data dir `root`; when it throws, removes every entry it added (the whole dir when
@@ -56,33 +66,16 @@ export async function atomically<T>(root: string, create: () => Promise<T>): Pro
 export const command: Command = {
   name: 'init',
   summary: 'create a fleet and print a join token',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        ...nodeOptions,
-        fleet: { type: 'string' },
-        expires: { type: 'string' },
-        roles: { type: 'string' },
-        'cert-ttl': { type: 'string' },
-        json: { type: 'boolean' },
-      },
-      usage,
-    );
-    if (!values.fleet) throw new CliError(`--fleet NAME is required\n\n${usage}`, 2);
+    const { values } = line.parse(argv);
     const fleetId = FleetId.safeParse(values.fleet);
     if (!fleetId.success)
       throw new CliError(`--fleet ${values.fleet}: ${fleetId.error.issues[0]?.message}`, 2);
-    const ttl = expiresOption(values.expires);
+    const ttl = values.expires;
     const roles = rolesOption(values.roles);
-    const certTtlMs =
-      values['cert-ttl'] === undefined ? DEFAULT_CERT_TTL_MS : parseDuration(values['cert-ttl']);
-    if (certTtlMs === null || certTtlMs < 10_000)
-      throw new CliError(
-        `--cert-ttl ${values['cert-ttl']}: expected a duration of at least 10s, such as 30d`,
-        2,
-      );
+    const certTtlMs = values['cert-ttl'];
 
     const dataDir = dataDirFrom(values);
     const existing = await dataDir.readFleet();

@@ -1,17 +1,20 @@
 import type { DataDir, FleetFile, NodeConfig } from '../../node/data-dir.ts';
 import { decodeToken, type TokenBody, TokenError } from '../../protocol/token.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
-import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
-import { expandUiFlag, uiOptions, uiOptionsUsage, uiSettings } from '../ui.ts';
+import { CliError, type Command } from '../command.ts';
+import { dataDirFrom, mergeConfig, NODE_OPTIONS } from '../node-options.ts';
+import { commandLine, usageError } from '../options.ts';
+import { UI_OPTIONS, uiSettings } from '../ui.ts';
 
-const usage = `Usage: vtnode join TOKEN [--ui [PORT]] [node options]
+const line = commandLine({
+  prose: `Usage: vtnode join TOKEN [--ui [PORT]] [node options]
 
 Joins the fleet a token names and runs this node in the foreground (Ctrl-C leaves). The token's
 signed invitation is checked here, then exchanged with a node holding the fleet key for a membership
 certificate, renewed automatically while the node runs. Everything is saved in the data dir: later,
-\`vtnode start\` brings the node back with the same identity and certificate.
-${nodeOptionsUsage}
-${uiOptionsUsage}`;
+\`vtnode start\` brings the node back with the same identity and certificate.`,
+  groups: [NODE_OPTIONS, UI_OPTIONS],
+  positionals: true,
+});
 
 /**
  * Checks a join token (its key chain, the invitation's signature and expiry, and that it is for this
@@ -58,14 +61,9 @@ export async function prepareJoin(argv: string[]): Promise<{
   config: NodeConfig;
   ui: { host: string; port: number } | null;
 }> {
-  const { values, positionals } = parseOptions(
-    expandUiFlag(argv),
-    { ...nodeOptions, ...uiOptions },
-    usage,
-    true,
-  );
+  const { values, positionals } = line.parse(argv);
   const ui = uiSettings(values);
-  if (positionals.length !== 1) throw new CliError(`expected exactly one TOKEN\n\n${usage}`, 2);
+  if (positionals.length !== 1) throw usageError('expected exactly one TOKEN', line.usage);
   const dataDir = dataDirFrom(values);
   const fleet = await acceptToken(dataDir, positionals[0]!);
   const config = mergeConfig(await dataDir.readConfig(), values);
@@ -76,7 +74,8 @@ export async function prepareJoin(argv: string[]): Promise<{
 export const command: Command = {
   name: 'join',
   summary: 'join a fleet with a token and run this node',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
     const { dataDir, fleet, config, ui } = await prepareJoin(argv);
     // The node's modules (libp2p, gossipsub, openai) load only when it starts: `--help` stays light.

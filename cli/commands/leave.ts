@@ -1,12 +1,16 @@
 import { sleep } from '../../node/async/sleep.ts';
 import { connectControl, NoDaemonError } from '../../node/control/client.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
+import { commandLine, DATA_DIR, group } from '../options.ts';
 
-const usage = `Usage: vtnode leave [--data-dir DIR]
+const line = commandLine({
+  prose: `Usage: vtnode leave [--data-dir DIR]
 
 Stops the running node of the data dir gracefully: it tells the fleet it is leaving, saves what it
-knows of its peers, and exits. Its identity and fleet membership stay: \`vtnode start\` brings it back.`;
+knows of its peers, and exits. Its identity and fleet membership stay: \`vtnode start\` brings it back.`,
+  groups: [group('Options:', { 'data-dir': DATA_DIR })],
+});
 
 function alive(pid: number): boolean {
   try {
@@ -20,9 +24,10 @@ function alive(pid: number): boolean {
 export const command: Command = {
   name: 'leave',
   summary: 'stop the running node gracefully',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(argv, { 'data-dir': { type: 'string' } }, usage);
+    const { values } = line.parse(argv);
     const dataDir = dataDirFrom(values);
     const controlFile = await dataDir.readControl();
     try {

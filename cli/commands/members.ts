@@ -1,13 +1,22 @@
 import { connectControl, NoDaemonError } from '../../node/control/client.ts';
 import { loadMembershipState, type MemberRow } from '../../node/membership/state.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
+import { commandLine, DATA_DIR, flag, group } from '../options.ts';
 
-const usage = `Usage: vtnode members [--json] [--data-dir DIR]
+const line = commandLine({
+  prose: `Usage: vtnode members [--json] [--data-dir DIR]
 
 Lists the fleet's members this node knows of: peer id, roles, certificate expiry, when last heard
 from, whether revoked. Asks the running daemon (which also says who is connected); without one,
-reads the data dir. --json prints { fleet, self, gen, admin, revocations, members: [...] }.`;
+reads the data dir. --json prints { fleet, self, gen, admin, revocations, members: [...] }.`,
+  groups: [
+    group('Options:', {
+      json: flag({ doc: 'print { fleet, self, gen, admin, revocations, members: [...] }' }),
+      'data-dir': DATA_DIR,
+    }),
+  ],
+});
 
 export interface MembersReport {
   fleet: string;
@@ -59,13 +68,10 @@ export function renderMembers(report: MembersReport, now = Date.now()): string {
 export const command: Command = {
   name: 'members',
   summary: 'list the fleet members: roles, certificate expiry, last seen, revoked',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      { 'data-dir': { type: 'string' }, json: { type: 'boolean' } },
-      usage,
-    );
+    const { values } = line.parse(argv);
     const dataDir = dataDirFrom(values);
     let report: MembersReport;
     try {

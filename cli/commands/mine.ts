@@ -4,38 +4,57 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readDenyTerms } from '../../node/tasks/deny.ts';
 import { MineError, type MineSummary, mine, type TaskKind } from '../../node/tasks/mine.ts';
-import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
+import { commandLine, count, flag, fraction, group, int, number, string, usageError } from '../options.ts';
 
 /** The example corpus shipped with vtnode: mined when no --root is given. */
 export const DEFAULT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../examples/ledger');
 
-const usage = `Usage: vtnode mine [--root REPO] [--out tasks.jsonl] [options]
+const line = commandLine({
+  prose: `Usage: vtnode mine [--root REPO] [--out tasks.jsonl] [options]
 
 Mines coding tasks from a TypeScript/JavaScript repository's unit tests (vitest or node:test):
 a "file" task masks one source file that tests exercise, a "tests" task masks one test file.
 Tasks are split into train/eval by source-sharing group; the command fails if any eval target
-text appears in a train prompt.
-
-Options:
-  --root REPO            repository to mine (default: the bundled example corpus,
-                         ${DEFAULT_ROOT})
-  --out FILE             tasks file to write, one JSON task per line (default: ./tasks.jsonl)
-  --kinds LIST           task kinds: file,tests (default: both)
-  --eval-fraction F      fraction of groups held out for eval, by stable hash (default: 0.1);
-                         when no group with tasks hashes below it (small repositories), groups
-                         are held out in hash order until F of the tasks are
-  --eval-share F         instead, hold out whole groups (in stable hash order) until this share
-                         of the tasks is in eval: for repositories with few groups
-  --eval-modules LIST    hold out every group containing one of these modules
-  --max-context N        characters of file context per prompt (default: 60000)
-  --deny-terms FILE      never mine a file containing one of these terms (one per line, # comments)
-  --include-shared       also mine shared helpers that most modules import
-  --timeout-ms N         judge time limit per test run (default: 30 s + 10 s per test file, max 300 s)
-  --skip-install-check   mine even when the judges could not run here as installed (runner or
-                         dependencies missing, workspace packages unbuilt): for a checkout that
-                         another machine installs and scores
-  --json                 print the summary as one JSON object on stdout
-  -h, --help             this text`;
+text appears in a train prompt.`,
+  groups: [
+    group('Options:', {
+      root: string({
+        doc: `repository to mine (default: the bundled example corpus, ${DEFAULT_ROOT})`,
+        value: 'REPO',
+      }),
+      out: string({
+        doc: 'tasks file to write, one JSON task per line (default: ./tasks.jsonl)',
+        value: 'FILE',
+      }),
+      kinds: string({ doc: 'task kinds: file,tests (default: both)', value: 'LIST' }),
+      'eval-fraction': fraction({
+        doc: 'fraction of groups held out for eval, by stable hash (default: 0.1); when no group with tasks hashes below it (small repositories), groups are held out in hash order until F of the tasks are',
+      }),
+      'eval-share': number({
+        doc: 'instead, hold out whole groups (in stable hash order) until this share of the tasks is in eval: for repositories with few groups',
+        value: 'F',
+        above: 0,
+        below: 1,
+      }),
+      'eval-modules': string({ doc: 'hold out every group containing one of these modules', value: 'LIST' }),
+      'max-context': count({ doc: 'characters of file context per prompt', default: 60_000 }),
+      'deny-terms': string({
+        doc: 'never mine a file containing one of these terms (one per line, # comments)',
+        value: 'FILE',
+      }),
+      'include-shared': flag({ doc: 'also mine shared helpers that most modules import' }),
+      'timeout-ms': int({
+        doc: 'judge time limit per test run (default: 30 s + 10 s per test file, max 300 s)',
+        min: 1,
+      }),
+      'skip-install-check': flag({
+        doc: 'mine even when the judges could not run here as installed (runner or dependencies missing, workspace packages unbuilt): for a checkout that another machine installs and scores',
+      }),
+      json: flag({ doc: 'print the summary as one JSON object on stdout' }),
+    }),
+  ],
+});
 
 function list(value: string | undefined): string[] | undefined {
   return value === undefined
@@ -120,53 +139,20 @@ function humanSummary(s: MineSummary, out: string | null): string {
 export const command: Command = {
   name: 'mine',
   summary: 'mine coding tasks from a repository’s unit tests into tasks.jsonl',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        root: { type: 'string' },
-        out: { type: 'string' },
-        kinds: { type: 'string' },
-        'eval-fraction': { type: 'string' },
-        'eval-share': { type: 'string' },
-        'eval-modules': { type: 'string' },
-        'max-context': { type: 'string' },
-        'deny-terms': { type: 'string' },
-        'include-shared': { type: 'boolean' },
-        'timeout-ms': { type: 'string' },
-        'skip-install-check': { type: 'boolean' },
-        json: { type: 'boolean' },
-      },
-      usage,
-    );
+    const { values } = line.parse(argv);
     const kinds = list(values.kinds) ?? ['file', 'tests'];
     const badKind = kinds.find((k) => k !== 'file' && k !== 'tests');
     if (badKind !== undefined || kinds.length === 0)
       throw new CliError(`--kinds takes file, tests or file,tests; got "${values.kinds}"`, 2);
-    let evalFraction = 0.1;
-    if (values['eval-fraction'] !== undefined) {
-      evalFraction = Number(values['eval-fraction']);
-      if (
-        values['eval-fraction'].trim() === '' ||
-        !Number.isFinite(evalFraction) ||
-        evalFraction < 0 ||
-        evalFraction > 1
-      )
-        throw new CliError(`--eval-fraction must be a number in [0, 1], got "${values['eval-fraction']}"`, 2);
-    }
-    let evalShare: number | undefined;
-    if (values['eval-share'] !== undefined) {
-      if (values['eval-fraction'] !== undefined)
-        throw new CliError('--eval-share and --eval-fraction are exclusive: pick one', 2);
-      evalShare = Number(values['eval-share']);
-      if (values['eval-share'].trim() === '' || !(evalShare > 0 && evalShare < 1))
-        throw new CliError(`--eval-share must be a number in (0, 1), got "${values['eval-share']}"`, 2);
-    }
-    const maxContext = intOption(values['max-context'], 'max-context', 60_000);
-    const timeoutMs =
-      values['timeout-ms'] === undefined ? undefined : intOption(values['timeout-ms'], 'timeout-ms', 0);
-    if (timeoutMs === 0) throw new CliError('--timeout-ms must be positive', 2);
+    const evalFraction = values['eval-fraction'] ?? 0.1;
+    const evalShare = values['eval-share'];
+    if (evalShare !== undefined && values['eval-fraction'] !== undefined)
+      throw usageError('--eval-share and --eval-fraction are exclusive: pick one', line.usage);
+    const maxContext = values['max-context'];
+    const timeoutMs = values['timeout-ms'];
     let denyTerms: string[] = [];
     if (values['deny-terms'] !== undefined) {
       try {

@@ -1,36 +1,62 @@
-import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
+import { commandLine, count, group, int, list, number, oneOf, port, positive, string } from '../options.ts';
 
-const usage = `Usage: vtnode model-server --port P --emulate llama-server|ollama|mlx --tasks FILE [options]
+/** The servers `--emulate` imitates (node/model-server/flavours.ts's EmulateKind, which a test keeps equal). */
+export const EMULATE_KINDS = ['llama-server', 'ollama', 'mlx'] as const;
+
+/** The answer scripts (node/model-server/script.ts's ScriptMode, which a test keeps equal). */
+export const SCRIPT_MODES = ['reference', 'mutants', 'garbage', 'truncate', 'mixed'] as const;
+
+const line = commandLine({
+  prose: `Usage: vtnode model-server --port P --emulate llama-server|ollama|mlx --tasks FILE [options]
 
 An OpenAI-compatible model server for dry runs, drills, tests and benchmarks. It has no weights:
 its answers are scripted from the tasks' references, and it imitates a real server's endpoints,
-usage fields, prompt cache and timing. Not for real generation.
-
-Options:
-  --port P              TCP port (0 picks a free one; the URL is printed on stdout as JSON)
-  --host H              interface to listen on (default 127.0.0.1)
-  --emulate KIND        llama-server | ollama | mlx (endpoints, cached_tokens vs timings)
-  --tasks FILE          tasks.jsonl whose prompts are recognised (references from workspace.root + target)
-  --model ID            model id listed by /v1/models (repeatable; default vtnode-emulated-coder)
-  --prefill-tps N       prompt tokens evaluated per second, uncached part only (default 1500)
-  --decode-tps N        output tokens per second per request (default 40)
-  --time-scale X        multiplies every simulated duration (default 1; 0.01 = 100x faster)
-  --cache-prompts C     prompts held in the LRU prompt cache (default 4)
-  --concurrency N       requests processed at once; more wait (default 1)
-  --context N           context length reported by /props or /api/ps (default 32768)
-  --script MODE         reference | mutants | garbage | truncate | mixed (default mixed)
-  --fault SPEC          fault injection, comma-separated: error=0.1,hang=0.05,drop=0.05,garbage=0.1,
-                        slow=0.2,slow-factor=10,seed=7 (rates are shares of chat requests; change them at
-                        runtime with POST /vtnode/emulator/faults)
-`;
-
-function numberOption(value: string | undefined, name: string, fallback: number, min = 0): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < min)
-    throw new CliError(`--${name} must be a number >= ${min}, got "${value}"`, 2);
-  return n;
-}
+usage fields, prompt cache and timing. Not for real generation.`,
+  groups: [
+    group('Options:', {
+      port: port({
+        doc: 'TCP port (0 picks a free one; the URL is printed on stdout as JSON)',
+        value: 'P',
+        required: true,
+      }),
+      host: string({ doc: 'interface to listen on', value: 'H', default: '127.0.0.1' }),
+      emulate: oneOf(EMULATE_KINDS, {
+        doc: 'the server imitated (endpoints, cached_tokens vs timings)',
+        value: 'KIND',
+        required: true,
+      }),
+      tasks: string({
+        doc: 'tasks.jsonl whose prompts are recognised (references from workspace.root + target)',
+        value: 'FILE',
+        required: true,
+      }),
+      model: list({
+        doc: 'model id listed by /v1/models (repeatable; default vtnode-emulated-coder)',
+        value: 'ID',
+      }),
+      'prefill-tps': positive({
+        doc: 'prompt tokens evaluated per second, uncached part only',
+        value: 'N',
+        default: 1500,
+      }),
+      'decode-tps': positive({ doc: 'output tokens per second per request', value: 'N', default: 40 }),
+      'time-scale': number({
+        doc: 'multiplies every simulated duration (default 1; 0.01 = 100x faster)',
+        min: 0,
+        default: 1,
+      }),
+      'cache-prompts': count({ doc: 'prompts held in the LRU prompt cache', value: 'C', default: 4 }),
+      concurrency: int({ doc: 'requests processed at once; more wait', min: 1, default: 1 }),
+      context: int({ doc: 'context length reported by /props or /api/ps', min: 1, default: 32_768 }),
+      script: oneOf(SCRIPT_MODES, { doc: 'what the answers are', value: 'MODE', default: 'mixed' }),
+      fault: list({
+        doc: 'fault injection, comma-separated: error=0.1,hang=0.05,drop=0.05,garbage=0.1,slow=0.2,slow-factor=10,seed=7 (rates are shares of chat requests; change them at runtime with POST /vtnode/emulator/faults)',
+        value: 'SPEC',
+      }),
+    }),
+  ],
+});
 
 const FAULT_KEYS: Record<string, string> = {
   error: 'errorRate',
@@ -67,47 +93,13 @@ export function parseFaultSpec(spec: string): Record<string, number> {
 export const command: Command = {
   name: 'model-server',
   summary: 'run an emulated OpenAI-compatible model server (dry runs, drills, tests)',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        emulate: { type: 'string' },
-        tasks: { type: 'string' },
-        model: { type: 'string', multiple: true },
-        'prefill-tps': { type: 'string' },
-        'decode-tps': { type: 'string' },
-        'time-scale': { type: 'string' },
-        'cache-prompts': { type: 'string' },
-        concurrency: { type: 'string' },
-        context: { type: 'string' },
-        script: { type: 'string' },
-        fault: { type: 'string', multiple: true },
-      },
-      usage,
-    );
-    const { createEmulator, EmulateKind, Faults } = await import('../../node/model-server/emulator.ts');
-    const { ScriptMode } = await import('../../node/model-server/script.ts');
+    const { values } = line.parse(argv);
+    const { createEmulator, Faults } = await import('../../node/model-server/emulator.ts');
     const { readTasks } = await import('../../sandbox/tasks-file.ts');
     const { parseWith } = await import('../../protocol/parse.ts');
-    if (values.port === undefined) throw new CliError(`--port is required\n\n${usage}`, 2);
-    const emulate = EmulateKind.safeParse(values.emulate);
-    if (!emulate.success)
-      throw new CliError(
-        `--emulate must be one of ${EmulateKind.options.join(', ')}, got "${values.emulate ?? ''}"`,
-        2,
-      );
-    const script = ScriptMode.safeParse(values.script ?? 'mixed');
-    if (!script.success)
-      throw new CliError(
-        `--script must be one of ${ScriptMode.options.join(', ')}, got "${values.script}"`,
-        2,
-      );
-    if (values.tasks === undefined) throw new CliError(`--tasks is required\n\n${usage}`, 2);
-    const port = intOption(values.port, 'port', 0);
-    if (port > 65535) throw new CliError(`--port must be at most 65535, got ${port}`, 2);
     let faults: ReturnType<typeof Faults.parse>;
     try {
       faults = parseWith(Faults, Object.assign({}, ...(values.fault ?? []).map(parseFaultSpec)), '--fault');
@@ -116,12 +108,12 @@ export const command: Command = {
       throw new CliError((err as Error).message, 2);
     }
     const options = {
-      prefillTps: numberOption(values['prefill-tps'], 'prefill-tps', 1500, 1e-9),
-      decodeTps: numberOption(values['decode-tps'], 'decode-tps', 40, 1e-9),
-      timeScale: numberOption(values['time-scale'], 'time-scale', 1),
-      cachePrompts: intOption(values['cache-prompts'], 'cache-prompts', 4),
-      concurrency: Math.max(1, intOption(values.concurrency, 'concurrency', 1)),
-      context: Math.max(1, intOption(values.context, 'context', 32_768)),
+      prefillTps: values['prefill-tps'],
+      decodeTps: values['decode-tps'],
+      timeScale: values['time-scale'],
+      cachePrompts: values['cache-prompts'],
+      concurrency: values.concurrency,
+      context: values.context,
     };
     let tasks: Awaited<ReturnType<typeof readTasks>>;
     try {
@@ -132,23 +124,23 @@ export const command: Command = {
     let emulator: Awaited<ReturnType<typeof createEmulator>>;
     try {
       emulator = await createEmulator({
-        emulate: emulate.data,
-        port,
-        host: values.host ?? '127.0.0.1',
+        emulate: values.emulate,
+        port: values.port,
+        host: values.host,
         tasks,
         ...(values.model ? { models: values.model } : {}),
         ...options,
-        script: script.data,
+        script: values.script,
         faults,
       });
     } catch (err) {
       throw new CliError(`cannot start: ${(err as Error).message}`);
     }
     process.stdout.write(
-      `${JSON.stringify({ url: emulator.url, emulate: emulate.data, tasks: tasks.length })}\n`,
+      `${JSON.stringify({ url: emulator.url, emulate: values.emulate, tasks: tasks.length })}\n`,
     );
     process.stderr.write(
-      `vtnode model-server: emulating ${emulate.data} on ${emulator.url} (${tasks.length} tasks); a test server, not a model\n`,
+      `vtnode model-server: emulating ${values.emulate} on ${emulator.url} (${tasks.length} tasks); a test server, not a model\n`,
     );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

@@ -1,59 +1,52 @@
 import { openExistingDataset } from '../../node/collector/open.ts';
 import { buildReport } from '../../node/collector/report.ts';
-import { CliError, type Command, intOption, parseOptions } from '../command.ts';
-import { fractionOption } from './export.ts';
+import { CliError, type Command } from '../command.ts';
+import { commandLine, flag, fraction, group, int, oneOf, string } from '../options.ts';
 
-const usage = `Usage: vtnode report --from DATASET [--split train|eval] [-k K] [--json]
+const line = commandLine({
+  prose: `Usage: vtnode report --from DATASET [--split train|eval] [-k K] [--json]
 
 The eval table: per model, tasks, samples, pass@1 and pass@k (the unbiased estimator of Chen et
 al. 2021 over every scored sample, verified or not), mean reward, truncation rate, tokens/s and
 prompt-cache hit rate (the share of samples whose prompt was warm, as \`vtnode run\` counts it;
 --json also gives cachedTokenRate, cached over prompt tokens). A sample id claimed by several nodes counts once when the claims agree or
 audits settled them; claims of different rewards that no audit settled are left out and listed as
-disputed (--json: \`disputed\`).
-
-Options:
-  --from DATASET     dataset dir written by \`vtnode collect\`
-  --split SPLIT      only tasks of this split (default: all)
-  -k K               k for pass@k (default: the smallest per-task sample count)
-  --min-reward R     pass threshold (default: the dataset's, 1.0)
-  --json             JSON: { models: [{ model, tasks, samples, pass1, passk, k, meanReward, disputed, ... }],
-                     disputed: [{ sampleId, claims: [{ origin, seq, reward, audit, ... }] }] }`;
+disputed (--json: \`disputed\`).`,
+  groups: [
+    group('Options:', {
+      from: string({ doc: 'dataset dir written by `vtnode collect`', value: 'DATASET', required: true }),
+      split: oneOf(['train', 'eval'], { doc: 'only tasks of this split (default: all)', value: 'SPLIT' }),
+      k: int({
+        doc: 'k for pass@k (default: the smallest per-task sample count)',
+        short: 'k',
+        value: 'K',
+        min: 1,
+      }),
+      'min-reward': fraction({ doc: "pass threshold (default: the dataset's, 1.0)", value: 'R' }),
+      json: flag({
+        doc: 'JSON: { models: [{ model, tasks, samples, pass1, passk, k, meanReward, disputed, ... }], disputed: [{ sampleId, claims: [{ origin, seq, reward, audit, ... }] }] }',
+      }),
+    }),
+  ],
+});
 
 const pct = (x: number | null) => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
 
 export const command: Command = {
   name: 'report',
   summary: 'pass@1, pass@k and generation statistics per model',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        from: { type: 'string' },
-        split: { type: 'string' },
-        k: { type: 'string', short: 'k' },
-        'min-reward': { type: 'string' },
-        json: { type: 'boolean' },
-      },
-      usage,
-    );
-    if (!values.from) throw new CliError(`--from is required\n\n${usage}`, 2);
-    if (values.split !== undefined && values.split !== 'train' && values.split !== 'eval')
-      throw new CliError(`--split must be train or eval, got "${values.split}"`, 2);
-    const k = values.k === undefined ? undefined : intOption(values.k, 'k', 1);
-    if (k === 0) throw new CliError('-k must be at least 1', 2);
+    const { values } = line.parse(argv);
+    const k = values.k;
     const store = openExistingDataset(values.from);
     if (!store) throw new CliError(`${values.from} is not a dataset (no dataset.db)`);
     try {
       const report = buildReport(store.samples(), {
-        ...(values.split ? { split: values.split as 'train' | 'eval' } : {}),
+        ...(values.split ? { split: values.split } : {}),
         ...(k !== undefined ? { k } : {}),
-        minReward: fractionOption(
-          values['min-reward'],
-          'min-reward',
-          Number(store.getMeta('minReward') ?? 1),
-        ),
+        minReward: values['min-reward'] ?? Number(store.getMeta('minReward') ?? 1),
       });
       if (values.json) {
         process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

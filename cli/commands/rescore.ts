@@ -3,45 +3,38 @@ import { openExistingDataset } from '../../node/collector/open.ts';
 import { rescoreDataset } from '../../node/collector/rescore.ts';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import { readTasks } from '../../sandbox/tasks-file.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
+import { commandLine, flag, fraction, group, string } from '../options.ts';
 import { openScorer } from '../scorer.ts';
-import { fractionOption } from './export.ts';
 
-const usage = `Usage: vtnode rescore --from DATASET --workspace NEW [--tasks FILE] [--json]
+const line = commandLine({
+  prose: `Usage: vtnode rescore --from DATASET --workspace NEW [--tasks FILE] [--json]
 
 Re-scores the dataset's verified samples against a new version of the platform (a built checkout):
 rows that no longer pass leave the next export, and are listed here per task with the judge's
-diagnostics (which APIs moved). A later rescore replaces the earlier result.
-
-Options:
-  --from DATASET       dataset dir written by \`vtnode collect\`
-  --workspace NEW      the new workspace (built checkout)
-  --tasks FILE         tasks mined from the new workspace (\`vtnode mine\`): each sample is scored
-                       with the new task of the same kind and target; without it, each task is
-                       carried over (same tests, the target's new content as the reference)
-  --min-reward R       pass threshold (default: the dataset's, 1.0)
-  --unconfined         run without the sandbox (trusted input only)
-  --json               print the result as JSON`;
+diagnostics (which APIs moved). A later rescore replaces the earlier result.`,
+  groups: [
+    group('Options:', {
+      from: string({ doc: 'dataset dir written by `vtnode collect`', value: 'DATASET', required: true }),
+      workspace: string({ doc: 'the new workspace (built checkout)', value: 'NEW', required: true }),
+      tasks: string({
+        doc: "tasks mined from the new workspace (`vtnode mine`): each sample is scored with the new task of the same kind and target; without it, each task is carried over (same tests, the target's new content as the reference)",
+        value: 'FILE',
+      }),
+      'min-reward': fraction({ doc: "pass threshold (default: the dataset's, 1.0)", value: 'R' }),
+      unconfined: flag({ doc: 'run without the sandbox (trusted input only)' }),
+      json: flag({ doc: 'print the result as JSON' }),
+    }),
+  ],
+});
 
 export const command: Command = {
   name: 'rescore',
   summary: 're-score verified samples against a new workspace',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        from: { type: 'string' },
-        workspace: { type: 'string' },
-        tasks: { type: 'string' },
-        'min-reward': { type: 'string' },
-        unconfined: { type: 'boolean' },
-        json: { type: 'boolean' },
-      },
-      usage,
-    );
-    if (!values.from || !values.workspace)
-      throw new CliError(`--from and --workspace are required\n\n${usage}`, 2);
+    const { values } = line.parse(argv);
     const store = openExistingDataset(values.from);
     if (!store) throw new CliError(`${values.from} is not a dataset (no dataset.db)`);
     try {
@@ -55,9 +48,7 @@ export const command: Command = {
         workspaceDir,
         workspace: { id: ws.id, commit: ws.commit, clean: ws.clean },
         ...(newTasks ? { newTasks } : {}),
-        ...(values['min-reward'] !== undefined
-          ? { minReward: fractionOption(values['min-reward'], 'min-reward', 1) }
-          : {}),
+        ...(values['min-reward'] !== undefined ? { minReward: values['min-reward'] } : {}),
         onProgress: values.json
           ? undefined
           : (done, total) => process.stderr.write(`\rrescored ${done}/${total}`),

@@ -9,105 +9,89 @@ import {
 } from '../../node/control/client.ts';
 import type { startDaemon } from '../../node/daemon.ts';
 import type { CampaignStartRequest, CampaignStatus, StartResponse } from '../../node/submitter/service.ts';
-import { parseDuration } from '../../protocol/token.ts';
-import { CliError, type Command, intOption, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
+import {
+  commandLine,
+  count,
+  DATA_DIR,
+  duration,
+  flag,
+  group,
+  int,
+  list,
+  number,
+  oneOf,
+  string,
+} from '../options.ts';
 import { createProgressPrinter, finalSummary } from '../progress.ts';
 
-const usage = `Usage: vtnode run --tasks FILE --model ID [-k 8] [options]
+const line = commandLine({
+  prose: `Usage: vtnode run --tasks FILE --model ID [-k 8] [options]
 
 Runs a campaign: every task's k samples are placed as one job on the node that holds the task's
 prompt cache (or its rendezvous owner), generated on that node's model server, scored in its
 sandbox, and reported back. The submitter is the node of --data-dir: the running daemon, or, when
-none runs, a node started for the campaign's duration. Progress goes to stderr.
+none runs, a node started for the campaign's duration. Progress goes to stderr.`,
+  groups: [
+    group('Options:', {
+      tasks: string({ doc: 'tasks.jsonl (from `vtnode mine`)', value: 'FILE', required: true }),
+      model: list({
+        doc: 'model to sample, repeatable (a campaign may target several)',
+        value: 'ID',
+        required: true,
+      }),
+      k: int({ doc: 'samples per task and model', short: 'k', min: 1, max: 256, default: 8 }),
+      split: oneOf(['train', 'eval', 'all'], { doc: 'the tasks to sample', value: 'S', default: 'train' }),
+      temperature: number({ doc: 'sampling temperature', value: 'T', min: 0, max: 2, default: 0.8 }),
+      'top-p': number({ doc: 'nucleus sampling', value: 'P', min: 0.01, max: 1, default: 0.95 }),
+      'max-tokens': int({
+        doc: 'completion cap per sample; a sample that hits it is truncated, reward 0',
+        min: 1,
+        default: 4096,
+      }),
+      seed: count({
+        doc: 'seed of sample 0; sample i uses seed + i (default: a fresh one per campaign, printed; pass it again to reproduce a campaign exactly)',
+      }),
+      campaign: string({ doc: 'campaign name (default run-<tasks file hash>)', value: 'NAME' }),
+      resume: flag({ doc: 'continue the named campaign (finished samples are not redone)' }),
+      'job-timeout': duration({
+        doc: 'time a node has for a job without progress before its samples are placed elsewhere (default 30m)',
+        min: 1000,
+      }),
+      'max-attempts': int({
+        doc: "placements of a task's samples before those still unscored are given up (default 5); a campaign that gives samples up ends incomplete, exit 1",
+        min: 1,
+        max: 100,
+      }),
+      'on-interrupt': oneOf(['detach', 'cancel'], {
+        doc: 'what Ctrl-C does without a terminal to ask',
+        value: 'A',
+        default: 'detach',
+      }),
+      json: flag({ doc: 'print the final summary as one JSON object on stdout' }),
+      'data-dir': DATA_DIR,
+    }),
+  ],
+});
 
-  --tasks FILE          tasks.jsonl (from \`vtnode mine\`)
-  --model ID            model to sample, repeatable (a campaign may target several)
-  -k N                  samples per task and model (default 8)
-  --split S             train | eval | all (default train)
-  --temperature T       sampling temperature (default 0.8)
-  --top-p P             nucleus sampling (default 0.95)
-  --max-tokens N        completion cap per sample; a sample that hits it is truncated, reward 0 (default 4096)
-  --seed N              seed of sample 0; sample i uses seed + i (default: a fresh one per
-                        campaign, printed; pass it again to reproduce a campaign exactly)
-  --campaign NAME       campaign name (default run-<tasks file hash>)
-  --resume              continue the named campaign (finished samples are not redone)
-  --job-timeout DUR     time a node has for a job without progress before its samples are
-                        placed elsewhere (default 30m)
-  --max-attempts N      placements of a task's samples before those still unscored are given up
-                        (default 5); a campaign that gives samples up ends incomplete, exit 1
-  --on-interrupt A      what Ctrl-C does without a terminal to ask: detach | cancel (default detach)
-  --json                print the final summary as one JSON object on stdout
-  --data-dir DIR        the submitter node's data dir`;
-
-interface Values {
-  tasks?: string;
-  model?: string[];
-  k?: string;
-  split?: string;
-  temperature?: string;
-  'top-p'?: string;
-  'max-tokens'?: string;
-  seed?: string;
-  campaign?: string;
-  resume?: boolean;
-  'on-interrupt'?: string;
-  'job-timeout'?: string;
-  'max-attempts'?: string;
-}
-
-function numberOption(
-  value: string | undefined,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < min || n > max)
-    throw new CliError(`--${name} ${value}: expected a number in [${min}, ${max}]`, 2);
-  return n;
-}
-
-function request(values: Values): CampaignStartRequest {
-  if (!values.tasks) throw new CliError(`--tasks FILE is required\n\n${usage}`, 2);
-  if (!values.model?.length) throw new CliError(`--model ID is required\n\n${usage}`, 2);
-  const split = values.split ?? 'train';
-  if (!['train', 'eval', 'all'].includes(split))
-    throw new CliError(`--split ${split}: expected train, eval or all`, 2);
-  const k = intOption(values.k, 'k', 8);
-  if (k < 1 || k > 256) throw new CliError(`-k ${k}: expected 1-256`, 2);
+function request(values: ReturnType<typeof line.parse>['values']): CampaignStartRequest {
   return {
     tasksFile: resolve(values.tasks),
     ...(values.campaign ? { name: values.campaign } : {}),
     models: values.model,
-    k,
-    split: split as CampaignStartRequest['split'],
+    k: values.k,
+    split: values.split,
     sampling: {
-      temperature: numberOption(values.temperature, 'temperature', 0.8, 0, 2),
-      topP: numberOption(values['top-p'], 'top-p', 0.95, 0.01, 1),
-      maxTokens: intOption(values['max-tokens'], 'max-tokens', 4096) || 4096,
-      ...(values.seed === undefined ? {} : { seedBase: intOption(values.seed, 'seed', 0) }),
+      temperature: values.temperature,
+      topP: values['top-p'],
+      maxTokens: values['max-tokens'],
+      ...(values.seed === undefined ? {} : { seedBase: values.seed }),
     },
     resume: values.resume ?? false,
-    ...(jobTimeout(values['job-timeout']) ?? {}),
-    ...(values['max-attempts'] ? { maxAttempts: attempts(values['max-attempts']) } : {}),
+    ...(values['job-timeout'] !== undefined ? { jobTimeoutMs: values['job-timeout'] } : {}),
+    ...(values['max-attempts'] !== undefined ? { maxAttempts: values['max-attempts'] } : {}),
   };
-}
-
-function attempts(text: string): number {
-  const n = intOption(text, 'max-attempts', 5);
-  if (n < 1 || n > 100) throw new CliError(`--max-attempts ${text}: expected 1-100`, 2);
-  return n;
-}
-
-function jobTimeout(text: string | undefined): { jobTimeoutMs: number } | null {
-  if (text === undefined) return null;
-  const ms = parseDuration(text);
-  if (ms === null || ms < 1000)
-    throw new CliError(`--job-timeout ${text}: expected a duration such as 90s or 30m`, 2);
-  return { jobTimeoutMs: ms };
 }
 
 /** How long `run` keeps asking a live daemon that does not answer before it gives up, ms. */
@@ -200,33 +184,11 @@ async function askDetachOrCancel(): Promise<'detach' | 'cancel'> {
 export const command: Command = {
   name: 'run',
   summary: 'run a campaign: generate and score k samples per task on the fleet',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        tasks: { type: 'string' },
-        model: { type: 'string', multiple: true },
-        k: { type: 'string', short: 'k' },
-        split: { type: 'string' },
-        temperature: { type: 'string' },
-        'top-p': { type: 'string' },
-        'max-tokens': { type: 'string' },
-        seed: { type: 'string' },
-        campaign: { type: 'string' },
-        resume: { type: 'boolean' },
-        'on-interrupt': { type: 'string' },
-        'job-timeout': { type: 'string' },
-        'max-attempts': { type: 'string' },
-        json: { type: 'boolean' },
-        'data-dir': { type: 'string' },
-      },
-      usage,
-    );
-    const onInterrupt = values['on-interrupt'] ?? 'detach';
-    if (onInterrupt !== 'detach' && onInterrupt !== 'cancel') {
-      throw new CliError(`--on-interrupt ${onInterrupt}: expected detach or cancel`, 2);
-    }
+    const { values } = line.parse(argv);
+    const onInterrupt = values['on-interrupt'];
     const req = request(values);
     const dataDir = dataDirFrom(values);
 

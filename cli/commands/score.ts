@@ -2,26 +2,37 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ScoreResult } from '../../sandbox/scorer.ts';
 import { readTasksFile } from '../../sandbox/tasks-file.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
+import { commandLine, flag, group, string } from '../options.ts';
 import { openScorer, refuseUnreadyWorkspace } from '../scorer.ts';
 
-const usage = `Usage: vtnode score --tasks FILE --task ID --candidate FILE [options]
+const line = commandLine({
+  prose: `Usage: vtnode score --tasks FILE --task ID --candidate FILE [options]
 
 Scores one candidate for one task: the candidate is written over the task's target in a confined
 copy-on-write box, the task's tests run there, and the reward, per-test results, lints, reasons and
 diagnostics are printed. Exits 3 when the candidate could not be scored for infrastructure reasons (a
 box that could not be set up, a run stopped by its wall-clock limit on a loaded machine): that is not
-a reward of 0, and scoring again may succeed.
-
-Options:
-  --tasks FILE       tasks.jsonl
-  --task ID          the task to score
-  --candidate FILE   the candidate's text (a source file, or a test file for a tests task)
-  --workspace DIR    the built checkout to score in (default: the task's workspace.root)
-  --truncated        the generation was cut at its length limit (scores 0)
-  --unconfined       run without the sandbox (trusted input only)
-  --json             print one JSON object
-  -h, --help         this text`;
+a reward of 0, and scoring again may succeed.`,
+  groups: [
+    group('Options:', {
+      tasks: string({ doc: 'tasks.jsonl', value: 'FILE', required: true }),
+      task: string({ doc: 'the task to score', value: 'ID', required: true }),
+      candidate: string({
+        doc: "the candidate's text (a source file, or a test file for a tests task)",
+        value: 'FILE',
+        required: true,
+      }),
+      workspace: string({
+        doc: "the built checkout to score in (default: the task's workspace.root)",
+        value: 'DIR',
+      }),
+      truncated: flag({ doc: 'the generation was cut at its length limit (scores 0)' }),
+      unconfined: flag({ doc: 'run without the sandbox (trusted input only)' }),
+      json: flag({ doc: 'print one JSON object' }),
+    }),
+  ],
+});
 
 function human(r: ScoreResult): string {
   if (r.status === 'error')
@@ -42,23 +53,10 @@ function human(r: ScoreResult): string {
 export const command: Command = {
   name: 'score',
   summary: 'score one candidate for one task in the sandbox',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        tasks: { type: 'string' },
-        task: { type: 'string' },
-        candidate: { type: 'string' },
-        workspace: { type: 'string' },
-        truncated: { type: 'boolean' },
-        unconfined: { type: 'boolean' },
-        json: { type: 'boolean' },
-      },
-      usage,
-    );
-    if (!values.tasks || !values.task || !values.candidate)
-      throw new CliError(`--tasks, --task and --candidate are required\n\n${usage}`, 2);
+    const { values } = line.parse(argv);
     const lines = await readTasksFile(values.tasks).catch((err: Error) => {
       throw new CliError(err.message);
     });

@@ -10,9 +10,11 @@ import {
   servicePath,
   systemdUnitPath,
 } from '../../node/service/units.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
+import { commandLine, DATA_DIR, flag, group, string, usageError } from '../options.ts';
 
-const usage = `Usage: vtnode service install|uninstall|status [options]
+const line = commandLine({
+  prose: `Usage: vtnode service install|uninstall|status [options]
 
 Makes the node of a data dir a service of this machine's init system, so it starts at boot (at login
 for a macOS LaunchAgent) and restarts when it fails (not after \`vtnode leave\`):
@@ -21,24 +23,22 @@ for a macOS LaunchAgent) and restarts when it fails (not after \`vtnode leave\`)
   Linux  a systemd user unit in ~/.config/systemd/user (lingering turned on, so it starts at boot),
          or with --system a unit in /etc/systemd/system with User=; logs in the journal
 The service runs \`vtnode start --data-dir DIR\` with this Node binary and this vtnode, by absolute
-path; run \`vtnode init\` or \`vtnode join\` first.
-
-Options:
-  --data-dir DIR      the node (default $VTNODE_HOME or ~/.vtnode)
-  --system            a system service instead of a per-user one (needs root)
-  --user-name NAME    with --system: the user the node runs as (default $SUDO_USER, else you)
-  --dry-run           print the file and the commands, change nothing
-  --json              status: print { installed, enabled, running, pid, detail }
-
-\`status\` exits 0 when the service is installed and running, 1 otherwise.`;
-
-const options = {
-  'data-dir': { type: 'string' },
-  system: { type: 'boolean' },
-  'user-name': { type: 'string' },
-  'dry-run': { type: 'boolean' },
-  json: { type: 'boolean' },
-} as const;
+path; run \`vtnode init\` or \`vtnode join\` first.`,
+  groups: [
+    group('Options:', {
+      'data-dir': DATA_DIR,
+      system: flag({ doc: 'a system service instead of a per-user one (needs root)' }),
+      'user-name': string({
+        doc: 'with --system: the user the node runs as (default $SUDO_USER, else you)',
+        value: 'NAME',
+      }),
+      'dry-run': flag({ doc: 'print the file and the commands, change nothing' }),
+      json: flag({ doc: 'status: print { installed, enabled, running, pid, detail }' }),
+    }),
+  ],
+  epilogue: `\`status\` exits 0 when the service is installed and running, 1 otherwise.`,
+  positionals: true,
+});
 
 /** systemd's version from `systemctl --version` ("systemd 252 (252.38-1)"), or null. */
 export function parseSystemdVersion(text: string): number | null {
@@ -47,7 +47,7 @@ export function parseSystemdVersion(text: string): number | null {
 }
 
 async function buildSpec(
-  values: { 'data-dir'?: string; system?: boolean; 'user-name'?: string },
+  values: { 'data-dir'?: string | undefined; system?: boolean | undefined; 'user-name'?: string | undefined },
   run: CommandRunner,
 ): Promise<ServiceSpec> {
   const platform = process.platform;
@@ -181,12 +181,13 @@ async function withAccessHint<T>(spec: ServiceSpec, fn: () => Promise<T>): Promi
 export const command: Command = {
   name: 'service',
   summary: 'install this node as a launchd/systemd service (starts at boot)',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values, positionals } = parseOptions(argv, options, usage, true);
+    const { values, positionals } = line.parse(argv);
     const [action, ...extra] = positionals;
     if (extra.length > 0 || (action !== 'install' && action !== 'uninstall' && action !== 'status'))
-      throw new CliError(`expected install, uninstall or status\n\n${usage}`, 2);
+      throw usageError('expected install, uninstall or status', line.usage);
     const { execRunner } = await import('../../node/service/manager.ts');
     const spec = await buildSpec(values, execRunner);
     if (action === 'install') return install(spec, values['dry-run'] ?? false, execRunner);

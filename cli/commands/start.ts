@@ -1,20 +1,23 @@
-import { CliError, type Command, parseOptions } from '../command.ts';
-import { dataDirFrom, mergeConfig, nodeOptions, nodeOptionsUsage } from '../node-options.ts';
-import { expandUiFlag, uiOptions, uiOptionsUsage, uiSettings } from '../ui.ts';
+import { CliError, type Command } from '../command.ts';
+import { dataDirFrom, mergeConfig, NODE_OPTIONS } from '../node-options.ts';
+import { commandLine } from '../options.ts';
+import { UI_OPTIONS, uiSettings } from '../ui.ts';
 
-const usage = `Usage: vtnode start [--ui [PORT]] [node options]
+const line = commandLine({
+  prose: `Usage: vtnode start [--ui [PORT]] [node options]
 
 Runs a node that has joined a fleet (or created one with \`vtnode init\`) in the foreground, with the
-options saved in its data dir; options given here replace the saved ones.
-${nodeOptionsUsage}
-${uiOptionsUsage}`;
+options saved in its data dir; options given here replace the saved ones.`,
+  groups: [NODE_OPTIONS, UI_OPTIONS],
+});
 
 export const command: Command = {
   name: 'start',
   summary: 'run this node (after init or join)',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(expandUiFlag(argv), { ...nodeOptions, ...uiOptions }, usage);
+    const { values } = line.parse(argv);
     const ui = uiSettings(values);
     const dataDir = dataDirFrom(values);
     const fleet = await dataDir.readFleet();

@@ -1,14 +1,23 @@
 import type { OriginTrust } from '../../node/collector/trust.ts';
 import { connectControl, NoDaemonError } from '../../node/control/client.ts';
 import type { FleetStatus, NodeStatus } from '../../node/status.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
+import { commandLine, DATA_DIR, flag, group } from '../options.ts';
 
-const usage = `Usage: vtnode status [--json] [--data-dir DIR]
+const line = commandLine({
+  prose: `Usage: vtnode status [--json] [--data-dir DIR]
 
 One row per node of the fleet, this node included: short peer id, host, addresses, models (with
 server kind), memory free/total, load, warm prompt caches, sandbox, seconds since its last advert.
---json prints { fleet, self, nodes: [...] } (the shape is documented in the README).`;
+--json prints { fleet, self, nodes: [...] } (the shape is documented in the README).`,
+  groups: [
+    group('Options:', {
+      json: flag({ doc: 'print { fleet, self, nodes: [...] } (the shape is documented in the README)' }),
+      'data-dir': DATA_DIR,
+    }),
+  ],
+});
 
 const GiB = 1024 ** 3;
 
@@ -65,13 +74,10 @@ export function renderStatus(status: FleetStatus): string {
 export const command: Command = {
   name: 'status',
   summary: 'show every node of the fleet',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      { 'data-dir': { type: 'string' }, json: { type: 'boolean' } },
-      usage,
-    );
+    const { values } = line.parse(argv);
     const dataDir = dataDirFrom(values);
     let status: FleetStatus;
     try {

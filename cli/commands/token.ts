@@ -1,20 +1,42 @@
 import { multiaddr } from '@multiformats/multiaddr';
 import { DEFAULT_TOKEN_TTL_MS, issueToken } from '../../node/tokens.ts';
 import { DEFAULT_ROLES, type InvitableRole, InvitableRole as RoleSchema } from '../../protocol/membership.ts';
-import { parseDuration } from '../../protocol/token.ts';
-import { CliError, type Command, parseOptions } from '../command.ts';
+import { CliError, type Command } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
+import { commandLine, DATA_DIR, duration, flag, group, list, string } from '../options.ts';
 
-const usage = `Usage: vtnode token [--expires 7d] [--roles LIST] [--announce MULTIADDR]... [--data-dir DIR] [--json]
+/** How long a join token's invitation is good for: declared once for `init` and `token`. */
+export const EXPIRES = duration({
+  doc: 'invitation lifetime, e.g. 30m, 12h, 7d',
+  default: DEFAULT_TOKEN_TTL_MS,
+});
+
+/** The roles a join token grants: declared once for `init` and `token`. */
+export const ROLES = string({
+  doc: 'roles granted, comma-separated: worker, submitter, collector (default all three)',
+  value: 'LIST',
+});
+
+const line = commandLine({
+  prose: `Usage: vtnode token [--expires 7d] [--roles LIST] [--announce MULTIADDR]... [--data-dir DIR] [--json]
 
 Prints a fresh join token for this node's fleet. Only a node holding the fleet key (the one that ran
 \`vtnode init\`) can: the token carries an invitation signed by that key, with an expiry and the roles
 it grants, which a joiner exchanges for a membership certificate. The token also carries this node's
-addresses (or --announce ones) and those of other live members, and the fleet's pre-shared key.
-
-  --expires DUR     invitation lifetime, e.g. 30m, 12h, 7d (default 7d)
-  --roles LIST      roles granted, comma-separated: worker, submitter, collector (default all three)
-  --json            print { fleet, peerId, token, bootstrap, expires, invitation } as JSON`;
+addresses (or --announce ones) and those of other live members, and the fleet's pre-shared key.`,
+  groups: [
+    group('Options:', {
+      expires: EXPIRES,
+      roles: ROLES,
+      announce: list({
+        doc: "address to put in the token instead of this node's, repeatable",
+        value: 'MULTIADDR',
+      }),
+      'data-dir': DATA_DIR,
+      json: flag({ doc: 'print { fleet, peerId, token, bootstrap, expires, invitation } as JSON' }),
+    }),
+  ],
+});
 
 /** Parses --roles: a comma-separated subset of the roles an invitation can grant. */
 export function rolesOption(value: string | undefined): InvitableRole[] {
@@ -28,30 +50,14 @@ export function rolesOption(value: string | undefined): InvitableRole[] {
   return roles as InvitableRole[];
 }
 
-/** Parses --expires: the invitation's lifetime. */
-export function expiresOption(value: string | undefined): number {
-  const ttl = value === undefined ? DEFAULT_TOKEN_TTL_MS : parseDuration(value);
-  if (ttl === null) throw new CliError(`--expires ${value}: expected a duration such as 12h or 7d`, 2);
-  return ttl;
-}
-
 export const command: Command = {
   name: 'token',
   summary: 'print a fresh join token for this fleet (on the fleet-key holder)',
-  usage,
+  usage: line.usage,
+  line,
   async run(argv) {
-    const { values } = parseOptions(
-      argv,
-      {
-        'data-dir': { type: 'string' },
-        expires: { type: 'string' },
-        roles: { type: 'string' },
-        announce: { type: 'string', multiple: true },
-        json: { type: 'boolean' },
-      },
-      usage,
-    );
-    const ttl = expiresOption(values.expires);
+    const { values } = line.parse(argv);
+    const ttl = values.expires;
     const roles = rolesOption(values.roles);
     const dataDir = dataDirFrom(values);
     const fleet = await dataDir.readFleet();

@@ -28,19 +28,19 @@ describe('usage errors', () => {
     const cases: [string[], RegExp][] = [
       [
         ['run', '--tasks', 't.jsonl', '--model', 'm', '-k', 'abc'],
-        /^vtnode: -k must be a non-negative integer, got "abc"\n/,
+        /^vtnode: -k must be a whole number from 1 to 256, got "abc"\n/,
       ],
       [
         ['run', '--tasks', 't.jsonl', '--model', 'm', '-k', ''],
-        /^vtnode: -k must be a non-negative integer, got ""\n/,
+        /^vtnode: -k must be a whole number from 1 to 256, got ""\n/,
       ],
       [
         ['run', '--tasks', 't.jsonl', '--model', 'm', '-k', '2', '--seed', '1.5'],
-        /^vtnode: --seed must be a non-negative integer, got "1.5"\n/,
+        /^vtnode: --seed must be a whole number ≥ 0, got "1.5"\n/,
       ],
-      [['report', '--from', 'nowhere', '-k1.5'], /^vtnode: -k must be a non-negative integer, got "1.5"\n/],
-      [['report', '--from', 'nowhere', '-k', '0'], /^vtnode: -k must be at least 1\n/],
-      [['demo', '-k', 'x'], /^vtnode: -k must be a non-negative integer, got "x"\n/],
+      [['report', '--from', 'nowhere', '-k1.5'], /^vtnode: -k must be a whole number ≥ 1, got "1.5"\n/],
+      [['report', '--from', 'nowhere', '-k', '0'], /^vtnode: -k must be a whole number ≥ 1, got "0"\n/],
+      [['demo', '-k', 'x'], /^vtnode: -k must be a whole number ≥ 0, got "x"\n/],
     ];
     for (const [args, message] of cases) {
       const r = await vtnode(args);

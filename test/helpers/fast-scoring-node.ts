@@ -5,9 +5,9 @@
 //   node test/helpers/fast-scoring-node.ts join TOKEN [node options]
 //   node test/helpers/fast-scoring-node.ts start --data-dir DIR [node options]
 
-import { parseOptions } from '../../cli/command.ts';
 import { prepareJoin } from '../../cli/commands/join.ts';
-import { dataDirFrom, mergeConfig, nodeOptions } from '../../cli/node-options.ts';
+import { dataDirFrom, mergeConfig, NODE_OPTIONS } from '../../cli/node-options.ts';
+import { commandLine } from '../../cli/options.ts';
 import { runDaemonForeground } from '../../cli/run-daemon.ts';
 import { contentHash } from '../../protocol/sample.ts';
 import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
@@ -49,7 +49,10 @@ if (import.meta.main) {
     const { dataDir, fleet, config } = await prepareJoin(argv);
     process.exit(await runDaemonForeground(dataDir, fleet, config, { wrapScorer: fastScoring }));
   } else if (mode === 'start') {
-    const { values } = parseOptions(argv, nodeOptions, 'fast-scoring-node start [node options]');
+    const { values } = commandLine({
+      prose: 'Usage: fast-scoring-node.ts start [node options]',
+      groups: [NODE_OPTIONS],
+    }).parse(argv);
     const dataDir = dataDirFrom(values);
     const fleet = await dataDir.readFleet();
     if (!fleet) throw new Error(`${dataDir.root} is not in a fleet`);

@@ -64,7 +64,7 @@ describe('vtnode mine', () => {
       [['--kinds', 'file,docs'], /--kinds takes file, tests/],
       [['--eval-fraction', '2'], /--eval-fraction must be a number in \[0, 1\]/],
       [['--eval-fraction', 'x'], /--eval-fraction must be a number/],
-      [['--max-context', 'lots'], /--max-context must be a non-negative integer/],
+      [['--max-context', 'lots'], /--max-context must be a whole number ≥ 0, got "lots"/],
       [['--deny-terms', join(dir, 'missing.txt')], /--deny-terms .*missing\.txt: ENOENT/],
       [['--bogus'], /Unknown option '--bogus'/],
       [['--out', join(dir, 'no/such/dir/t.jsonl')], /folder .* does not exist/],

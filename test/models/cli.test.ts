@@ -128,8 +128,8 @@ describe('vtnode model-server', () => {
         /--emulate must be one of llama-server, ollama, mlx/,
         2,
       ],
-      [['--emulate', 'ollama', '--tasks', fixture.tasksFile], /--port is required/, 2],
-      [['--port', '0', '--emulate', 'ollama'], /--tasks is required/, 2],
+      [['--emulate', 'ollama', '--tasks', fixture.tasksFile], /--port P is required/, 2],
+      [['--port', '0', '--emulate', 'ollama'], /--tasks FILE is required/, 2],
       [
         ['--port', '0', '--emulate', 'ollama', '--tasks', fixture.tasksFile, '--fault', 'boom=1'],
         /--fault: bad entry "boom=1"/,

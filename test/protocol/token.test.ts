@@ -9,7 +9,7 @@ import {
   signInvitation,
   verifyKeyChain,
 } from '../../protocol/membership.ts';
-import { decodeToken, encodeToken, parseDuration, type TokenBody, TokenError } from '../../protocol/token.ts';
+import { decodeToken, encodeToken, type TokenBody, TokenError } from '../../protocol/token.ts';
 
 const now = 1_800_000_000_000;
 const HOUR = 3_600_000;
@@ -159,16 +159,5 @@ describe('join token codec', () => {
     await expect(
       decodeToken(token, { now, expectFleet: { fleet: body.fleet, genesis: 'CAESIO==' } }),
     ).rejects.toThrow(/another fleet also named/);
-  });
-});
-
-describe('parseDuration', () => {
-  it('parses units and rejects the rest', () => {
-    expect(parseDuration('90s')).toBe(90_000);
-    expect(parseDuration('30m')).toBe(1_800_000);
-    expect(parseDuration('12h')).toBe(43_200_000);
-    expect(parseDuration('7d')).toBe(604_800_000);
-    expect(parseDuration('2w')).toBe(1_209_600_000);
-    for (const bad of ['', '7', 'd', '-1d', '1.5h', '0s', '7 days']) expect(parseDuration(bad)).toBeNull();
   });
 });

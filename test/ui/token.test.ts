@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../../cli/command.ts';
-import { expandUiFlag, uiSettings } from '../../cli/ui.ts';
+import { commandLine } from '../../cli/options.ts';
+import { UI_OPTIONS, uiSettings } from '../../cli/ui.ts';
 import { hostOf } from '../../node/ui/server.ts';
 import { isLoopback, newToken, requestToken, TOKEN_COOKIE, tokenMatches } from '../../node/ui/token.ts';
 
@@ -52,34 +53,37 @@ describe('the access token', () => {
 });
 
 describe('--ui [PORT]', () => {
+  const line = commandLine({ prose: 'Usage: t [--ui [PORT]]', groups: [UI_OPTIONS], positionals: true });
+  const parse = (argv: string[]) => line.parse(argv);
+
   it('takes a following number as the port, and nothing else', () => {
-    expect(expandUiFlag(['--ui'])).toEqual(['--ui']);
-    expect(expandUiFlag(['--ui', '8080', '--mdns'])).toEqual(['--ui', '--ui-port', '8080', '--mdns']);
-    expect(expandUiFlag(['--ui=9000'])).toEqual(['--ui', '--ui-port', '9000']);
+    expect(parse(['--ui']).values.ui).toBe(0);
+    expect(parse(['--ui', '8080', 'x']).values.ui).toBe(8080);
+    expect(parse(['--ui=9000']).values.ui).toBe(9000);
     // A join token after --ui is the positional, not a port.
-    expect(expandUiFlag(['--ui', 'vt1abc'])).toEqual(['--ui', 'vt1abc']);
-    expect(expandUiFlag(['--ui', '-k'])).toEqual(['--ui', '-k']);
+    expect(parse(['--ui', 'vt1abc'])).toEqual({ values: { ui: 0 }, positionals: ['vt1abc'] });
     // After `--` nothing is an option.
-    expect(expandUiFlag(['--', '--ui', '1'])).toEqual(['--', '--ui', '1']);
+    expect(parse(['--', '--ui', '1'])).toEqual({ values: {}, positionals: ['--ui', '1'] });
   });
 
   it('is off unless asked for; binds loopback by default; bad ports are usage errors', () => {
-    expect(uiSettings({})).toBeNull();
-    expect(uiSettings({ ui: true })).toEqual({ host: '127.0.0.1', port: 0 });
-    expect(uiSettings({ ui: true, 'ui-port': '8080' })).toEqual({ host: '127.0.0.1', port: 8080 });
-    expect(uiSettings({ 'ui-host': '0.0.0.0' })).toEqual({ host: '0.0.0.0', port: 0 });
-    for (const port of ['65536', '-1', 'abc', '1.5', '']) {
+    expect(uiSettings(parse([]).values)).toBeNull();
+    expect(uiSettings(parse(['--ui']).values)).toEqual({ host: '127.0.0.1', port: 0 });
+    expect(uiSettings(parse(['--ui', '8080']).values)).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(uiSettings(parse(['--ui-host', '0.0.0.0']).values)).toEqual({ host: '0.0.0.0', port: 0 });
+    for (const argv of [['--ui', '65536'], ['--ui=-1'], ['--ui=abc'], ['--ui=1.5'], ['--ui', '99999999']]) {
       const err = (() => {
         try {
-          uiSettings({ ui: true, 'ui-port': port });
+          parse(argv);
         } catch (e) {
           return e;
         }
         return null;
       })();
-      expect(err, port).toBeInstanceOf(CliError);
-      expect((err as CliError).message).toMatch(/--ui-port/);
+      expect(err, argv.join(' ')).toBeInstanceOf(CliError);
+      expect((err as CliError).exitCode).toBe(2);
+      expect((err as CliError).message).toMatch(/^--ui must be a port number from 0 to 65535, got "/);
     }
-    expect(() => uiSettings({ ui: true, 'ui-host': ' ' })).toThrow(/--ui-host/);
+    expect(() => parse(['--ui', '--ui-host', ' '])).toThrow(/^--ui-host must be a non-empty value, got " "/);
   });
 });
