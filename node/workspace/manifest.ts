@@ -110,3 +110,14 @@ export async function buildManifest(
     throw new Error(`workspace ${root} changed while it was indexed: ${problems.slice(0, 3).join('; ')}`);
   return { root, manifest, chunks };
 }
+
+/** A fetched workspace to serve on: its verified manifest, the chunks located in its files under `root`. */
+export function servedFromManifest(root: string, manifest: Manifest): ServedWorkspace {
+  const chunks = new Map<string, ChunkLocation>();
+  for (const f of manifest.files) {
+    for (const [i, h] of f.chunks.entries()) {
+      if (!chunks.has(h)) chunks.set(h, { path: f.path, ...chunkRange(f.size, manifest.chunkBytes, i) });
+    }
+  }
+  return { root, manifest, chunks };
+}
