@@ -20,6 +20,7 @@ export const nodeOptions = {
   'no-pause-on-battery': { type: 'boolean' },
   'max-load': { type: 'string' },
   'pause-while-used': { type: 'string' },
+  'fetch-workspaces': { type: 'boolean' },
 } as const;
 
 export const nodeOptionsUsage = `Node options (saved in the data dir, so \`vtnode start\` reuses them):
@@ -39,7 +40,9 @@ export const nodeOptionsUsage = `Node options (saved in the data dir, so \`vtnod
   --max-load L             take no new jobs while the 1-minute load average is above L (resumes
                            below 0.75 L; vtnode's own scoring counts too); off turns it off
   --pause-while-used DUR   take no new jobs while the keyboard or mouse was used within DUR
-                           (e.g. 5m; macOS only); off turns it off`;
+                           (e.g. 5m; macOS only); off turns it off
+  --fetch-workspaces       fetch, install and score against the workspaces other nodes advertise
+                           (tracked files only, never credentials: see docs/workspaces.md)`;
 
 export function dataDirFrom(values: { 'data-dir'?: string }): DataDir {
   return new DataDir(resolveDataDir(values['data-dir']));
@@ -74,6 +77,7 @@ export function mergeConfig(
     'no-pause-on-battery'?: boolean;
     'max-load'?: string;
     'pause-while-used'?: string;
+    'fetch-workspaces'?: boolean;
   },
 ): NodeConfig {
   const config = { ...saved };
@@ -111,6 +115,7 @@ export function mergeConfig(
   if (values['max-load'] !== undefined) config.maxLoad = maxLoad(values['max-load']);
   if (values['pause-while-used'] !== undefined)
     config.pauseWhileUsedMs = pauseWhileUsed(values['pause-while-used']);
+  if (values['fetch-workspaces']) config.fetchWorkspaces = true;
   return config;
 }
 

@@ -59,6 +59,8 @@ export const NodeConfig = z.object({
   maxLoad: z.number().positive().max(10_000).nullable().default(null),
   /** A guest's manners: take no new jobs while the owner used keyboard or mouse within this many ms (macOS); null = off. */
   pauseWhileUsedMs: z.number().int().min(1000).nullable().default(null),
+  /** Fetch, install and serve the workspaces the fleet's other nodes advertise (docs/workspaces.md). */
+  fetchWorkspaces: z.boolean().default(false),
 });
 export type NodeConfig = z.infer<typeof NodeConfig>;
 

@@ -66,6 +66,8 @@ function runCommand(cmd: PlannedCommand, cwd: string, signal: AbortSignal): Prom
         npm_config_audit: 'false',
         npm_config_fund: 'false',
         npm_config_update_notifier: 'false',
+        // The lockfile's integrity hashes check what the cache holds: no need to ask the registry again.
+        npm_config_prefer_offline: 'true',
       },
     });
     let stderr = '';
