@@ -55,6 +55,8 @@ export interface DaemonOptions {
   workspaceBytesPerSecond?: number;
   /** Chunk size of the workspaces this node serves, bytes (default DEFAULT_CHUNK_BYTES). */
   workspaceChunkBytes?: number;
+  /** Cap on the workspaces --fetch-workspaces keeps in the data dir, bytes (default 20 GiB). */
+  workspacesMaxBytes?: number;
   /** The machine's power state for `pauseOnBattery` (default: this platform's). */
   power?: PowerSource;
   /** Time between a guest's power and load checks, ms (default 10 s; VTNODE_GUEST_INTERVAL_MS in tests). */
@@ -315,6 +317,8 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       },
       onChange: () => fleetMembership.touch(),
       intervalMs: config.advertIntervalMs,
+      inUse: () => new Set(worker?.executor.workspacesInUse() ?? []),
+      ...(options.workspacesMaxBytes ? { maxBytes: options.workspacesMaxBytes } : {}),
     });
     const restored = await acquirer.restore();
     if (restored.length) log('restored fetched workspaces %s', restored.join(', '));

@@ -1,11 +1,18 @@
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Advert } from '../../protocol/advert.ts';
 import type { Manifest } from '../../protocol/workspace.ts';
 import { pause } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import type { StreamHost } from '../wire/streams.ts';
-import { fetchedManifest, fetchWorkspace, workspaceDirName } from './fetch.ts';
+import {
+  chooseEvictions,
+  diskBytes,
+  removeWorkspaceFiles,
+  type StoredWorkspace,
+  touchedAt,
+} from './evict.ts';
+import { fetchedManifest, fetchWorkspace, manifestPath, workspaceDirName } from './fetch.ts';
 import { installWorkspace } from './install.ts';
 import { type ServedWorkspace, servedFromManifest } from './manifest.ts';
 
@@ -60,6 +67,10 @@ export interface WorkspaceAcquirerOptions {
   retryMs?: number;
   /** Longest an install may take, ms (default 15 min). */
   installTimeoutMs?: number;
+  /** Cap on the fetched workspaces on disk, bytes, dependencies included (default 20 GiB). */
+  maxBytes?: number;
+  /** Workspaces running jobs use now: never evicted, and their last use is recorded. */
+  inUse?: () => ReadonlySet<string>;
   /** The clock (default Date.now). */
   now?: () => number;
 }
@@ -81,7 +92,8 @@ const READY = '.ready';
  * `--fetch-workspaces`: every `intervalMs`, fetches one workspace the fleet's other nodes advertise
  * and this node lacks (node/workspace/fetch.ts), installs and builds it (install.ts), and only then
  * adds it to what the node holds, serves and advertises. One at a time; a failure is retried after
- * `retryMs`. A workspace ready in an earlier run is restored without fetching.
+ * `retryMs`. A workspace ready in an earlier run is restored without fetching. Fetched workspaces
+ * stay under `maxBytes` on disk: the least recently used one no running job uses is evicted first.
  */
 export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): WorkspaceAcquirer {
   const { dir, held, served } = options;
@@ -94,6 +106,43 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
   const adopt = (id: string, root: string, manifest: Manifest) => {
     held.set(id, root);
     served.set(id, servedFromManifest(root, manifest));
+    fetchedIds.add(id);
+  };
+  const fetchedIds = new Set<string>();
+  const rootOf = (id: string) => join(dir, workspaceDirName(id));
+
+  /** Records the use of the workspaces running jobs use (the ready marker's mtime survives restarts). */
+  const markUsed = async () => {
+    const t = new Date(now());
+    for (const id of options.inUse?.() ?? []) {
+      if (fetchedIds.has(id)) await utimes(`${rootOf(id)}${READY}`, t, t).catch(() => {});
+    }
+  };
+
+  /** Evicts least recently used fetched workspaces, never one in use or in `keep`, until the rest fit. */
+  const enforceCap = async (keep: ReadonlySet<string>) => {
+    const stored: StoredWorkspace[] = [];
+    for (const id of fetchedIds)
+      stored.push({
+        id,
+        bytes: await diskBytes(rootOf(id)),
+        lastUsed: await touchedAt(`${rootOf(id)}${READY}`),
+      });
+    const inUse = options.inUse?.() ?? new Set<string>();
+    const { evict, fits } = chooseEvictions(stored, {
+      maxBytes: options.maxBytes ?? 20 * 1024 ** 3,
+      incoming: 0,
+      keep: new Set([...keep, ...inUse]),
+    });
+    for (const id of evict) {
+      held.delete(id);
+      served.delete(id);
+      fetchedIds.delete(id);
+      options.onChange();
+      await removeWorkspaceFiles(rootOf(id), manifestPath(dir, id), `${rootOf(id)}${READY}`);
+      log.info('evicted workspace %s (least recently used) to stay under the size cap', id);
+    }
+    if (!fits) log.warn('the fetched workspaces in use exceed the size cap of %s bytes', options.maxBytes);
   };
 
   const acquire = async (id: string, holders: string[]) => {
@@ -118,6 +167,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
       });
       await writeFile(`${got.root}${READY}`, JSON.stringify({ fetchedMs, installMs: installed.ms }));
       adopt(id, got.root, got.manifest);
+      await enforceCap(new Set([id]));
       log.info(
         'workspace %s ready in %s: fetched %d chunks (%d reused) in %d ms, installed (%s) in %d ms',
         id,
@@ -163,9 +213,12 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
       const interval = options.intervalMs ?? 5000;
       loop ??= (async () => {
         while (!stopping.signal.aborted) {
+          await markUsed();
           const next = wantedWorkspaces(options.nodes(), skip)[0];
-          if (next) await acquire(next.id, next.holders);
-          else if (!(await pause(interval, stopping.signal))) return;
+          if (next) {
+            await enforceCap(new Set());
+            await acquire(next.id, next.holders);
+          } else if (!(await pause(interval, stopping.signal))) return;
         }
       })();
     },
