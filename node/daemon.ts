@@ -305,6 +305,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       )
       .catch((err: Error) => log.warn('not serving workspace %s: %s', dir, err.message));
   if (config.fetchWorkspaces && worker) {
+    await shareWorkspacesDir(dataDir, log);
     acquirer = createWorkspaceAcquirer({
       host,
       dir: dataDir.path('workspaces'),
@@ -468,4 +469,21 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     stopped,
     failure: () => failure,
   };
+}
+
+/**
+ * As root, the sandbox runs every candidate under a dedicated uid (sandbox/bwrap.ts), which cannot
+ * traverse the data dir (0700): a fetched workspace under it would be unreadable in the box, and
+ * every run of its tests would fail. So the data dir becomes 0711 (others may pass through to a
+ * path they know, never list it; the identity key and fleet file stay 0600) and the workspaces dir
+ * 0755. A node that runs as its user needs neither: its runs keep the caller's uid.
+ */
+async function shareWorkspacesDir(dataDir: DataDir, log: ReturnType<typeof logger>): Promise<void> {
+  const { chmod, mkdir } = await import('node:fs/promises');
+  const dir = dataDir.path('workspaces');
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  if (process.getuid?.() !== 0) return;
+  await dataDir.allowTraversal();
+  await chmod(dir, 0o755);
+  log('data dir %s made traversable (0711) so sandboxed runs can read fetched workspaces', dataDir.root);
 }

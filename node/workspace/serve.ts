@@ -64,6 +64,7 @@ export async function createWorkspaceServer(options: WorkspaceServerOptions): Pr
         await wire.send({ kind: 'refused', code: 'unknown-chunk', message: `no chunk ${unknown[0]}` });
         return;
       }
+      log('%s asked for %d chunks of %s', wire.peer, hashes.length, served.manifest.id);
       for (const hash of hashes) {
         const bytes = await readChunk(served, hash);
         if (!bytes) throw new Error(`chunk ${hash} vanished`);
