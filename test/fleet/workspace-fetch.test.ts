@@ -95,6 +95,8 @@ describe('a laptop that joined with --fetch-workspaces', () => {
       90_000,
       'the laptop holding a few chunks',
     );
+    // The holder to kill is serving the laptop now (not only listed as a holder).
+    await holder.waitFor(/asked for \d+ chunks of sha256:/, 60_000);
     holder.child.kill('SIGKILL');
     await holder.exited;
     // The laptop advertises the workspace once fetched, verified and installed.
@@ -126,9 +128,9 @@ describe('a laptop that joined with --fetch-workspaces', () => {
     const mine = res.json!.nodes.find((n) => n.peerId === laptopPeer);
     expect(mine?.scored ?? 0, JSON.stringify(res.json!.nodes)).toBeGreaterThan(0);
     const laptopTasks = res.json!.tasks.filter((t) => t.nodes.includes(laptopPeer));
-    expect(
-      laptopTasks.some((t) => t.verified > 0),
-      JSON.stringify(laptopTasks),
-    ).toBe(true);
+    // The model answers with the reference: every sample the laptop scored passes in its fetched
+    // workspace (a box that cannot read the workspace fails every test run: reward 0).
+    expect(laptopTasks.length).toBeGreaterThan(0);
+    for (const t of laptopTasks) expect(t.verified, JSON.stringify(t)).toBe(t.samples);
   }, 240_000);
 });
