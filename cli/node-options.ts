@@ -43,6 +43,9 @@ export const NODE_OPTIONS = group('Node options (saved in the data dir, so `vtno
       min: 1000,
     }),
   ),
+  'fetch-workspaces': flag({
+    doc: 'fetch, install and score against the workspaces other nodes advertise (tracked files only, never credentials: see docs/workspaces.md)',
+  }),
 });
 
 /** The node options' values, as a command that includes NODE_OPTIONS parses them. */
@@ -90,5 +93,6 @@ export function mergeConfig(saved: NodeConfig, values: NodeOptionValues): NodeCo
   if (values['no-pause-on-battery']) config.pauseOnBattery = false;
   if (values['max-load'] !== undefined) config.maxLoad = values['max-load'];
   if (values['pause-while-used'] !== undefined) config.pauseWhileUsedMs = values['pause-while-used'];
+  if (values['fetch-workspaces']) config.fetchWorkspaces = true;
   return config;
 }

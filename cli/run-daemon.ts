@@ -25,6 +25,7 @@ export async function runDaemonForeground(
     models: createModelService({ urls: config.modelServers, autodetect: config.modelServers.length === 0 }),
     signal: abort.signal,
     ...guestInterval(),
+    ...workspaceServing(),
     ...(extra.wrapScorer ? { wrapScorer: extra.wrapScorer } : {}),
   });
   process.stderr.write(
@@ -66,6 +67,19 @@ function guestLine(config: NodeConfig): string {
       ? '  --pause-while-used works on macOS only: ignored here\n'
       : '';
   return (rules.length > 0 ? `  takes no new jobs ${rules.join(' or ')}\n` : '') + unsupported;
+}
+
+/**
+ * VTNODE_WORKSPACE_BYTES_PER_SECOND: the bandwidth cap of the workspaces this node serves;
+ * VTNODE_WORKSPACE_CHUNK_BYTES: their chunk size (tests make it small, so a fetch has many chunks).
+ */
+function workspaceServing(): Pick<DaemonOptions, 'workspaceBytesPerSecond' | 'workspaceChunkBytes'> {
+  const rate = Number(process.env['VTNODE_WORKSPACE_BYTES_PER_SECOND']);
+  const chunk = Number(process.env['VTNODE_WORKSPACE_CHUNK_BYTES']);
+  return {
+    ...(Number.isFinite(rate) && rate > 0 ? { workspaceBytesPerSecond: rate } : {}),
+    ...(Number.isInteger(chunk) && chunk >= 1024 ? { workspaceChunkBytes: chunk } : {}),
+  };
 }
 
 /** VTNODE_GUEST_INTERVAL_MS: how often a guest checks power and load (tests shorten the 10 s default). */

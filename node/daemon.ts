@@ -31,7 +31,10 @@ import { createOffenceLedger } from './wire/offences.ts';
 import { guardStreams } from './wire/streams.ts';
 import { startWorkerRole, type WorkerRole } from './worker/role.ts';
 import { openSampleLog, SAMPLE_LOG_DB } from './worker/sample-log.ts';
+import { createWorkspaceAcquirer, type WorkspaceAcquirer } from './workspace/acquire.ts';
 import { workspaceIdentity } from './workspace/content-id.ts';
+import { buildManifest, type ServedWorkspace } from './workspace/manifest.ts';
+import { createWorkspaceServer } from './workspace/serve.ts';
 
 export interface DaemonOptions {
   /** The node's data dir (identity, fleet, config, state). */
@@ -48,6 +51,12 @@ export interface DaemonOptions {
   wrapScorer?: (scorer: Scorer) => Scorer;
   /** Time a connected peer has to show a valid membership certificate before it is disconnected, ms. */
   graceMs?: number;
+  /** Bandwidth cap of the workspaces this node serves, bytes per second (default none). */
+  workspaceBytesPerSecond?: number;
+  /** Chunk size of the workspaces this node serves, bytes (default DEFAULT_CHUNK_BYTES). */
+  workspaceChunkBytes?: number;
+  /** Cap on the workspaces --fetch-workspaces keeps in the data dir, bytes (default 20 GiB). */
+  workspacesMaxBytes?: number;
   /** The machine's power state for `pauseOnBattery` (default: this platform's). */
   power?: PowerSource;
   /** Time between a guest's power and load checks, ms (default 10 s; VTNODE_GUEST_INTERVAL_MS in tests). */
@@ -188,6 +197,8 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
   // A guest's manners: pauses the worker on battery or under load (config.pauseOnBattery, maxLoad).
   let guest: GuestGate | null = null;
   let acceptedAtPause: number | null = null;
+  // --fetch-workspaces: pulls the workspaces other nodes advertise (set once the fleet is up).
+  let acquirer: WorkspaceAcquirer | null = null;
   const describe = (): AdvertBody => {
     const mem = memory();
     return {
@@ -200,6 +211,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       ...(worker && guest?.paused() ? { paused: guest.paused()! } : {}),
       warm: options.models?.warm.entries() ?? [],
       workspaces: [...workspaces.keys()],
+      ...(acquirer?.fetching().length ? { fetching: acquirer.fetching().slice(0, 4) } : {}),
       sandbox: worker?.sandbox() ??
         roleSandbox?.() ?? { backend: 'none', ok: false, detail: 'serves no model' },
       roles: [...(worker ? (['worker'] as const) : []), 'submitter', ...extraRoles.keys()],
@@ -276,6 +288,44 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       })
     : null;
   undo.push(() => worker?.stop());
+  // Every workspace held is served to members that fetch it (node/workspace/serve.ts); indexing
+  // re-reads every file, so it runs after start, and a workspace that cannot be served is still held.
+  const served = new Map<string, ServedWorkspace>();
+  await createWorkspaceServer({
+    host,
+    workspaces: () => served,
+    ...(options.workspaceBytesPerSecond ? { bytesPerSecond: options.workspaceBytesPerSecond } : {}),
+  });
+  for (const [id, dir] of workspaces)
+    void buildManifest(dir, options.workspaceChunkBytes ? { chunkBytes: options.workspaceChunkBytes } : {})
+      .then((s) =>
+        s.manifest.id === id
+          ? served.set(id, s)
+          : log.warn('workspace %s changed since start: not serving it', dir),
+      )
+      .catch((err: Error) => log.warn('not serving workspace %s: %s', dir, err.message));
+  if (config.fetchWorkspaces && worker) {
+    await shareWorkspacesDir(dataDir, log);
+    acquirer = createWorkspaceAcquirer({
+      host,
+      dir: dataDir.path('workspaces'),
+      nodes: () => fleetMembership.view.nodes(),
+      held: workspaces,
+      served,
+      onOffence: (peer, why) => {
+        const r = offences.record(peer, `workspace: ${why}`, Date.now());
+        if (r.fresh) void host.hangUp(peerIdFromString(peer)).catch(() => {});
+      },
+      onChange: () => fleetMembership.touch(),
+      intervalMs: config.advertIntervalMs,
+      inUse: () => new Set(worker?.executor.workspacesInUse() ?? []),
+      ...(options.workspacesMaxBytes ? { maxBytes: options.workspacesMaxBytes } : {}),
+    });
+    const restored = await acquirer.restore();
+    if (restored.length) log('restored fetched workspaces %s', restored.join(', '));
+    acquirer.start();
+    undo.push(() => acquirer?.stop());
+  }
   // Workers serve their sample bodies and digest logs to collectors.
   const fetchServers = worker
     ? [
@@ -339,6 +389,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       await campaigns.stop();
       campaignStore.close();
       for (const f of fetchServers) await f.stop();
+      await acquirer?.stop();
       await Promise.all(roleStops.map((f) => f()));
       digests.stop();
       guest?.stop();
@@ -418,4 +469,21 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     stopped,
     failure: () => failure,
   };
+}
+
+/**
+ * As root, the sandbox runs every candidate under a dedicated uid (sandbox/bwrap.ts), which cannot
+ * traverse the data dir (0700): a fetched workspace under it would be unreadable in the box, and
+ * every run of its tests would fail. So the data dir becomes 0711 (others may pass through to a
+ * path they know, never list it; the identity key and fleet file stay 0600) and the workspaces dir
+ * 0755. A node that runs as its user needs neither: its runs keep the caller's uid.
+ */
+async function shareWorkspacesDir(dataDir: DataDir, log: ReturnType<typeof logger>): Promise<void> {
+  const { chmod, mkdir } = await import('node:fs/promises');
+  const dir = dataDir.path('workspaces');
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  if (process.getuid?.() !== 0) return;
+  await dataDir.allowTraversal();
+  await chmod(dir, 0o755);
+  log('data dir %s made traversable (0711) so sandboxed runs can read fetched workspaces', dataDir.root);
 }

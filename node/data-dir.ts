@@ -59,6 +59,8 @@ export const NodeConfig = z.object({
   maxLoad: z.number().positive().max(10_000).nullable().default(null),
   /** A guest's manners: take no new jobs while the owner used keyboard or mouse within this many ms (macOS); null = off. */
   pauseWhileUsedMs: z.number().int().min(1000).nullable().default(null),
+  /** Fetch, install and serve the workspaces the fleet's other nodes advertise (docs/workspaces.md). */
+  fetchWorkspaces: z.boolean().default(false),
 });
 export type NodeConfig = z.infer<typeof NodeConfig>;
 
@@ -112,9 +114,18 @@ export class DataDir {
     return join(this.root, name);
   }
 
+  /** 0700, or 0711 once allowTraversal was called (a root node's sandbox reads fetched workspaces). */
+  private mode = 0o700;
+
   async ensure(): Promise<void> {
-    await mkdir(this.root, { recursive: true, mode: 0o700 });
-    await chmod(this.root, 0o700);
+    await mkdir(this.root, { recursive: true, mode: this.mode });
+    await chmod(this.root, this.mode);
+  }
+
+  /** Lets other uids pass through (never list) the data dir from now on: 0711, kept by ensure(). */
+  async allowTraversal(): Promise<void> {
+    this.mode = 0o711;
+    await this.ensure();
   }
 
   /** The node's persistent identity; created on first use, so the peer id survives restarts. */

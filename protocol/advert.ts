@@ -109,6 +109,8 @@ export const Advert = z
     warmDelta: WarmDelta.optional(),
     /** Content ids of the workspaces the node holds, ready to score against. */
     workspaces: z.array(Sha256Id).max(MAX_ADVERT_WORKSPACES),
+    /** Content ids of workspaces the node is fetching and installing now (--fetch-workspaces); absent = none. */
+    fetching: z.array(Sha256Id).max(4).optional(),
     /** The node's sandbox: backend and whether its startup self-test passed. */
     sandbox: z.object({ backend: SandboxBackend, ok: z.boolean(), detail: z.string().max(500).optional() }),
     /** Roles the node plays besides worker. */

@@ -82,6 +82,8 @@ export interface JobExecutor {
   load(): { queued: number; running: number; capacity: number };
   /** Jobs accepted (started) since the executor started. */
   accepted(): number;
+  /** Content ids of the workspaces the running jobs score against. */
+  workspacesInUse(): string[];
   /** Aborts running jobs (their submitters re-place the rest) and stops accepting new ones. */
   stop(): Promise<void>;
 }
@@ -524,6 +526,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       );
     },
     accepted: () => accepted,
+    workspacesInUse: () => [...new Set([...running.values()].map((r) => r.job.task.workspace.id))],
     async stop() {
       stopped = true;
       for (const entry of running.values()) entry.abort.abort(new Error('shutdown'));

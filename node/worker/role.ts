@@ -8,6 +8,7 @@ import type { ModelService } from '../models/service.ts';
 import { createDiskGuard, type DiskLimits } from '../storage/disk-guard.ts';
 import { classifyStorageError, errorText } from '../storage/errors.ts';
 import type { StreamHost } from '../wire/streams.ts';
+import { fetchedWorkspaceId } from '../workspace/acquire.ts';
 import { workspaceId } from '../workspace/content-id.ts';
 import { createJobExecutor, type JobExecutor, type StorageHealth } from './executor.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
@@ -89,7 +90,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       // draws from it, services for their whole life), so it keeps the backend's default of 256.
       const checked = await createCheckedScorer({
         unconfined: options.unconfined,
-        workspaceId,
+        // A fetched workspace's id is its verified manifest's (its tree lacks the withheld files).
+        workspaceId: async (dir) => (await fetchedWorkspaceId(dir)) ?? workspaceId(dir),
         // Reference runs survive restarts; the self-test runs afresh at every start of the node.
         cache: { references: createScoringCache({ dir: options.dataDir.path('cache') }).references },
       });

@@ -1,0 +1,133 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { newPsk } from '../../node/data-dir.ts';
+import type { Host } from '../../node/fleet/host.ts';
+import {
+  createWorkspaceAcquirer,
+  fetchedWorkspaceId,
+  wantedWorkspaces,
+} from '../../node/workspace/acquire.ts';
+import { manifestPath, workspaceDirName } from '../../node/workspace/fetch.ts';
+import { buildManifest, type ServedWorkspace } from '../../node/workspace/manifest.ts';
+import { createWorkspaceServer } from '../../node/workspace/serve.ts';
+import { contentIdOf, sha256Of } from '../../protocol/workspace.ts';
+import { connect, tempDir, testHost, until } from '../collect/helpers.ts';
+
+const ws = (c: string) => `sha256:${c.repeat(64)}`;
+const node = (peerId: string, workspaces: string[], self = false) => ({
+  advert: { peerId, workspaces },
+  self,
+});
+
+describe('wantedWorkspaces', () => {
+  it('lists what other nodes advertise and this one lacks, most holders first, with every holder', () => {
+    const nodes = [
+      node('me', [ws('a')], true),
+      node('p2', [ws('b'), ws('c')]),
+      node('p1', [ws('c'), ws('a')]),
+    ];
+    expect(wantedWorkspaces(nodes, (id) => id === ws('a'))).toEqual([
+      { id: ws('c'), holders: ['p1', 'p2'] },
+      { id: ws('b'), holders: ['p2'] },
+    ]);
+  });
+
+  it('never lists its own workspaces as wanted from itself, nor anything when all is held', () => {
+    expect(wantedWorkspaces([node('me', [ws('a')], true)], () => false)).toEqual([]);
+    expect(wantedWorkspaces([node('p', [ws('a')])], () => true)).toEqual([]);
+  });
+});
+
+describe('fetchedWorkspaceId', () => {
+  it('is the verified manifest id of a ready fetched root, and null for anything else', async () => {
+    const { dir, cleanup } = await tempDir('vtnode-acquire-');
+    try {
+      const files = [
+        { path: 'a.ts', size: 1, sha256: sha256Of(Buffer.from('a')), exec: false, withheld: false },
+      ];
+      const id = contentIdOf(files);
+      const manifest = { id, chunkBytes: 4, files: files.map((f) => ({ ...f, chunks: [f.sha256] })) };
+      const root = join(dir, workspaceDirName(id));
+      await mkdir(root);
+      expect(await fetchedWorkspaceId(root)).toBeNull(); // no manifest, not ready
+      await writeFile(manifestPath(dir, id), JSON.stringify(manifest));
+      expect(await fetchedWorkspaceId(root)).toBeNull(); // not installed yet
+      await writeFile(`${root}.ready`, '{}');
+      expect(await fetchedWorkspaceId(root)).toBe(id);
+      // a manifest that is not the id its directory names
+      await writeFile(manifestPath(dir, id), JSON.stringify({ ...manifest, files: [] }));
+      expect(await fetchedWorkspaceId(root)).toBeNull();
+      expect(await fetchedWorkspaceId(dir)).toBeNull();
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe('createWorkspaceAcquirer over real libp2p', () => {
+  it('fetches, installs, holds and serves what others advertise, evicts the least recently used past the cap, and restores after a restart', async () => {
+    const psk = newPsk();
+    const { dir, cleanup } = await tempDir('vtnode-acq-');
+    const hosts: Host[] = [];
+    try {
+      // Two small workspaces (package.json without dependencies: `npm install` runs offline).
+      const workspaces: ServedWorkspace[] = [];
+      for (const name of ['one', 'two']) {
+        const root = join(dir, `src-${name}`);
+        await mkdir(root);
+        await writeFile(join(root, 'package.json'), JSON.stringify({ name, version: '1.0.0' }));
+        await writeFile(join(root, 'index.js'), `export const name = '${name}';\n${'x'.repeat(5000)}\n`);
+        workspaces.push(await buildManifest(root, { chunkBytes: 1024 }));
+      }
+      const holder = await testHost(psk);
+      const client = await testHost(psk);
+      hosts.push(holder, client);
+      await createWorkspaceServer({
+        host: holder,
+        workspaces: () => new Map(workspaces.map((w) => [w.manifest.id, w])),
+      });
+      await connect(client, holder);
+      const [one, two] = workspaces.map((w) => w.manifest.id) as [string, string];
+      let advertised = [one];
+      const nodes = () => [
+        node(holder.peerId.toString(), advertised),
+        node(client.peerId.toString(), [], true),
+      ];
+      const held = new Map<string, string>();
+      const served = new Map<string, ServedWorkspace>();
+      const store = join(dir, 'workspaces');
+      const make = () =>
+        createWorkspaceAcquirer({
+          host: client,
+          dir: store,
+          nodes,
+          held,
+          served,
+          onChange: () => {},
+          intervalMs: 50,
+          maxBytes: 8000, // room for one of the two (each ~5 KB plus its lockfile)
+        });
+      let acquirer = make();
+      acquirer.start();
+      await until(() => held.has(one), 'workspace one held', 60_000);
+      expect(served.get(one)?.manifest.id).toBe(one);
+      expect(await fetchedWorkspaceId(held.get(one)!)).toBe(one);
+      advertised = [one, two];
+      await until(() => held.has(two), 'workspace two held', 60_000);
+      expect(held.has(one)).toBe(false); // evicted: least recently used, over the cap
+      expect(served.has(one)).toBe(false);
+      await acquirer.stop();
+      // A restart restores the ready workspace without fetching it.
+      held.clear();
+      served.clear();
+      acquirer = make();
+      expect(await acquirer.restore()).toEqual([two]);
+      expect(held.get(two)).toBe(join(store, workspaceDirName(two)));
+      await acquirer.stop();
+    } finally {
+      await Promise.all(hosts.map((h) => h.stop()));
+      await cleanup();
+    }
+  }, 120_000);
+});
