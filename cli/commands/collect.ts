@@ -24,8 +24,9 @@ The node must be in a fleet: \`vtnode init\` or \`vtnode join\` first with this 
 Collect options:
   --token TOKEN            join the fleet this token names first
   --out DATASET            dataset dir (created; reused on restart)
-  --tasks FILE             tasks.jsonl of the campaign: needed to export and audit samples
-                           (samples of unknown tasks are kept, flagged, never exported)
+  --tasks FILE             tasks.jsonl of the campaign (optional: the task row of every sample is
+                           fetched from the nodes that ran it, and kept only if it hashes to the
+                           hash the worker signed; a file's rows are checked the same way)
   --min-reward R           reward that counts as verified (default 1.0)
   --audit-fraction F       share of verified samples re-scored (default 0.05); every sample of a
                            node caught lying is re-scored
@@ -116,6 +117,8 @@ export const command: Command = {
       },
       out: resolve(values.out),
       tasks,
+      ...(values.tasks ? { tasksSource: `file:${resolve(values.tasks)}` } : {}),
+      onOffence: (peer, why) => void daemon.offences.record(peer, why, Date.now()),
       minReward,
       auditFraction,
       scorer,
@@ -141,7 +144,7 @@ export const command: Command = {
     process.stderr.write(
       `vtnode ${daemon.peerId} is collecting fleet "${fleet.fleet}" into ${resolve(values.out)}\n` +
         `  listening on ${daemon.addrs().join('\n               ')}\n` +
-        `  ${tasks.length} tasks added; audits: ${scorer ? `${auditFraction * 100}% of verified samples` : 'off (no --workspace)'}\n` +
+        `  ${values.tasks ? `${tasks.length} tasks added from ${values.tasks}` : 'task rows fetched from the nodes that ran the samples'}; audits: ${scorer ? `${auditFraction * 100}% of verified samples` : 'off (no --workspace)'}\n` +
         '  Ctrl-C or `vtnode leave` stops it.\n',
     );
     const ui = uiAt
