@@ -42,13 +42,18 @@ export type Tasks = ReadonlyMap<string, Task> | ((digest: Digest) => Task | unde
 
 /**
  * The lookup of a dataset's tasks: a v2 digest gets only the row whose hash it signed (a row of the
- * same id with other content is not its task), a v1 digest the row of its task id.
+ * same id with other content is not its task), and only if that row is of the task the digest names;
+ * a v1 digest the row of its task id.
  */
 export function taskFinder(
   byId: ReadonlyMap<string, Task>,
   byHash: ReadonlyMap<string, { task: Task }>,
 ): (digest: Digest) => Task | undefined {
-  return (d) => (d.taskHash !== undefined ? byHash.get(d.taskHash)?.task : byId.get(d.taskId));
+  return (d) => {
+    if (d.taskHash === undefined) return byId.get(d.taskId);
+    const task = byHash.get(d.taskHash)?.task;
+    return task?.id === d.taskId ? task : undefined;
+  };
 }
 
 const finderOf = (tasks: Tasks) => (typeof tasks === 'function' ? tasks : (d: Digest) => tasks.get(d.taskId));

@@ -113,6 +113,11 @@ describe('dataset store: task rows', () => {
     expect(s.missingTaskRows()).toEqual([]);
     const sel = selectRows(s.samples(), taskFinder(s.tasks(), s.taskRows()), 1);
     expect(sel.rows.map((r) => r.task)).toEqual([t]);
+    // A digest that names the hash of another task's row has no task.
+    const other = task('other');
+    const find2 = taskFinder(new Map(), new Map([[taskHash(other), { task: other }]]));
+    expect(find2({ ...d!, taskHash: taskHash(other) })).toBeUndefined();
+    expect(find2({ ...d!, taskId: 'other', taskHash: taskHash(other) })).toEqual(other);
   });
 });
 
