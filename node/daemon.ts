@@ -11,6 +11,7 @@ import { digestOf } from './digests/codec.ts';
 import { createDigestGossip } from './digests/gossip.ts';
 import { createLogServer, createSampleServer, logBodies, logDigests } from './digests/servers.ts';
 import { digestSigner } from './digests/signature.ts';
+import { createTaskServer } from './digests/task-server.ts';
 import type { AdvertBody } from './fleet/adverts.ts';
 import { createFleet } from './fleet/fleet.ts';
 import type { Host } from './fleet/host.ts';
@@ -27,7 +28,7 @@ import { type FleetStatus, nodeStatus } from './status.ts';
 import { CAMPAIGN_DB, openCampaignStore } from './submitter/campaign-store.ts';
 import { type CampaignStatus, createCampaignService } from './submitter/service.ts';
 import { memory } from './system.ts';
-import { createOffenceLedger } from './wire/offences.ts';
+import { createOffenceLedger, type OffenceLedger } from './wire/offences.ts';
 import { guardStreams } from './wire/streams.ts';
 import { startWorkerRole, type WorkerRole } from './worker/role.ts';
 import { openSampleLog, SAMPLE_LOG_DB } from './worker/sample-log.ts';
@@ -71,6 +72,8 @@ export interface Daemon {
   readonly host: Host;
   /** Membership: certificates, the stream gate, the gossip origin check. */
   readonly membership: MembershipService;
+  /** Offences per peer (node/wire/offences.ts): a collector records a peer that served a false task row. */
+  readonly offences: OffenceLedger;
   /**
    * Adds a role to this node: it appears in the advert's roles, `section()` under its name in
    * `vtnode status --json`, and `stop()` runs before the node stops. `sandbox()`, when given, is the
@@ -326,11 +329,12 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     acquirer.start();
     undo.push(() => acquirer?.stop());
   }
-  // Workers serve their sample bodies and digest logs to collectors.
+  // Workers serve their sample bodies, digest logs and the task rows of their jobs to collectors.
   const fetchServers = worker
     ? [
         await createSampleServer({ host, source: logBodies(worker.sampleLog) }),
         await createLogServer({ host, source: logDigests(worker.sampleLog) }),
+        await createTaskServer({ host, source: worker.sampleLog }),
       ]
     : [];
   const campaigns = createCampaignService({
@@ -459,6 +463,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
     },
     addrs: () => addrs().map((a) => `${a}/p2p/${peerId}`),
     membership,
+    offences,
     status,
     campaigns: (limit = 8) =>
       campaignStore

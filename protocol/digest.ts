@@ -15,9 +15,12 @@ export const MAX_LOG_FRAME_BYTES = MAX_LOG_DIGESTS_PER_FRAME * MAX_DIGEST_BYTES 
  * the body, and to check the body once fetched. On the wire and in every store it travels as a
  * SignedDigest: these fields plus the origin's signature over digestSigningBytes.
  */
-export const Digest = z.object({
-  /** Schema version of the digest. */
-  v: z.literal(1),
+const DigestFields = z.object({
+  /**
+   * Schema version of the digest: 2 commits to the task row (`taskHash`); 1 (before tasks travelled
+   * over the mesh) does not, and is still read, verified and relayed as its origin signed it.
+   */
+  v: z.union([z.literal(1), z.literal(2)]),
   /** sampleId(task id, model, sample index, seed). */
   sampleId: Sha256Id,
   /** Task the sample answers. */
@@ -36,7 +39,19 @@ export const Digest = z.object({
   origin: z.string().min(1).max(128),
   /** The origin's sample-log sequence number: 1, 2, 3, ... without gaps, per origin. */
   seq: z.number().int().min(1),
+  /** taskHash() of the task row the sample answers (version 2 only; present exactly when v is 2). */
+  taskHash: Sha256Id.optional(),
 });
+
+/** A digest's version and task hash agree: v 2 carries taskHash, v 1 does not. */
+const versionAgrees = (d: { v: 1 | 2; taskHash?: string | undefined }) =>
+  (d.v === 2) === (d.taskHash !== undefined);
+const VERSION_MESSAGE = {
+  message: 'a v2 digest carries taskHash and a v1 digest does not',
+  path: ['taskHash'],
+};
+
+export const Digest = DigestFields.refine(versionAgrees, VERSION_MESSAGE);
 export type Digest = z.infer<typeof Digest>;
 
 /** An Ed25519 signature: 64 bytes as unpadded base64url. */
@@ -49,10 +64,10 @@ export const DigestSignature = z
  * Ed25519 peer id embeds its public key. Gossiped by the origin, served by any node that holds it
  * (/vtnode/log/2), stored by workers and collectors as is.
  */
-export const SignedDigest = Digest.extend({
+export const SignedDigest = DigestFields.extend({
   /** The origin's Ed25519 signature over digestSigningBytes(the other fields). */
   sig: DigestSignature,
-});
+}).refine(versionAgrees, VERSION_MESSAGE);
 export type SignedDigest = z.infer<typeof SignedDigest>;
 
 /** Domain prefix of the signed bytes: a digest signature means nothing in any other context. */
@@ -66,16 +81,32 @@ export function digestSigningBytes(digest: Digest): Uint8Array {
   return new TextEncoder().encode(DIGEST_SIGNING_DOMAIN + canonicalJson(claimOf(digest)));
 }
 
-/** The unsigned claim of a digest (its `sig` and any other member dropped). */
+/** The unsigned claim of a digest (its `sig` and any other member dropped; taskHash kept in v2 only). */
 export function claimOf(digest: Digest): Digest {
   const { v, sampleId, taskId, model, split, reward, contentHash, evalFingerprint, origin, seq } = digest;
-  return { v, sampleId, taskId, model, split, reward, contentHash, evalFingerprint, origin, seq };
+  const claim: Digest = {
+    v,
+    sampleId,
+    taskId,
+    model,
+    split,
+    reward,
+    contentHash,
+    evalFingerprint,
+    origin,
+    seq,
+  };
+  if (v === 2 && digest.taskHash !== undefined) claim.taskHash = digest.taskHash;
+  return claim;
 }
 
-/** The digest an origin claims for one of its scored samples. */
-export function claimFor(body: SampleBody, origin: string, seq: number): Digest {
+/**
+ * The digest an origin claims for one of its scored samples: v2, committing to the task row's hash,
+ * when it is given (every sample a worker scores now); v1 for a row logged before tasks were kept.
+ */
+export function claimFor(body: SampleBody, origin: string, seq: number, taskHash?: string | null): Digest {
   return {
-    v: 1,
+    v: taskHash ? 2 : 1,
     sampleId: body.sampleId,
     taskId: body.taskId,
     model: body.model,
@@ -85,5 +116,6 @@ export function claimFor(body: SampleBody, origin: string, seq: number): Digest 
     evalFingerprint: body.score.evalFingerprint,
     origin,
     seq,
+    ...(taskHash ? { taskHash } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { fingerprint } from './canonical.ts';
 
 /** Hex sha256 with its algorithm prefix, as produced by `fingerprint()`. */
 export const Sha256Id = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'expected sha256:<64 hex digits>');
@@ -95,3 +96,12 @@ export const Task = z.object({
   minerVersion: z.string().min(1),
 });
 export type Task = z.infer<typeof Task>;
+
+/**
+ * Content hash of a task row: fingerprint() (sha256 of the canonical JSON) of the row as Task parses
+ * it, defaults filled in, so a file's row and the same row carried by a job hash alike. A worker's
+ * signed digest (v2) commits to it: a fetched row whose hash differs is not the row the sample answers.
+ */
+export function taskHash(task: Task): string {
+  return fingerprint(Task.parse(task));
+}

@@ -20,6 +20,8 @@ export const JOB_PROTOCOL = `${PROTOCOL_PREFIX}/job/1`;
 export const SAMPLE_PROTOCOL = `${PROTOCOL_PREFIX}/sample/2`;
 /** Stream protocol: the origins a node holds, and any origin's signed digests since a seq (anti-entropy). */
 export const LOG_PROTOCOL = `${PROTOCOL_PREFIX}/log/2`;
+/** Stream protocol: task rows by content hash (what v2 digests commit to), from the origin or any holder. */
+export const TASK_PROTOCOL = `${PROTOCOL_PREFIX}/task/1`;
 
 /** Gossipsub topic carrying the fleet's signed revocations. */
 export function revocationTopic(fleetId: string): string {

@@ -27,7 +27,7 @@ score against the node's --workspace checkouts (no workspace, no audits), in the
       token: string({ doc: 'join the fleet this token names first', value: 'TOKEN' }),
       out: string({ doc: 'dataset dir (created; reused on restart)', value: 'DATASET', required: true }),
       tasks: string({
-        doc: 'tasks.jsonl of the campaign: needed to export and audit samples (samples of unknown tasks are kept, flagged, never exported)',
+        doc: "tasks.jsonl of the campaign (optional: every sample's task row is fetched from the nodes that ran it and kept only if it hashes to the hash the worker signed; a file's rows are checked the same way)",
         value: 'FILE',
       }),
       'min-reward': fraction({
@@ -108,6 +108,8 @@ export const command: Command = {
       },
       out: resolve(values.out),
       tasks,
+      ...(values.tasks ? { tasksSource: `file:${resolve(values.tasks)}` } : {}),
+      onOffence: (peer, why) => void daemon.offences.record(peer, why, Date.now()),
       minReward,
       auditFraction,
       scorer,
@@ -133,7 +135,7 @@ export const command: Command = {
     process.stderr.write(
       `vtnode ${daemon.peerId} is collecting fleet "${fleet.fleet}" into ${resolve(values.out)}\n` +
         `  listening on ${daemon.addrs().join('\n               ')}\n` +
-        `  ${tasks.length} tasks added; audits: ${scorer ? `${auditFraction * 100}% of verified samples` : 'off (no --workspace)'}\n` +
+        `  ${values.tasks ? `${tasks.length} tasks added from ${values.tasks}` : 'task rows fetched from the nodes that ran the samples'}; audits: ${scorer ? `${auditFraction * 100}% of verified samples` : 'off (no --workspace)'}\n` +
         '  Ctrl-C or `vtnode leave` stops it.\n',
     );
     const ui = uiAt

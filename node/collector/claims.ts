@@ -10,11 +10,20 @@ import type { StoredSample } from './store.ts';
 /** What pass@k needs claims of one sample id to agree on. */
 const outcomeOf = (d: Digest) => JSON.stringify([d.taskId, d.model, d.split, d.reward]);
 
-/** Whether digests of one sample id agree entirely: same task, model, split, reward and candidate. */
+/**
+ * The task rows claims name: the hashes their v2 digests signed (a v1 digest names none, and so
+ * contradicts no one). Two origins naming different rows for one sample claim different tasks.
+ */
+const taskRowsOf = (digests: readonly Digest[]) => new Set(digests.flatMap((d) => d.taskHash ?? []));
+
+/** Whether digests of one sample id agree entirely: same task (and task row), model, split, reward and candidate. */
 export function claimsAgree(digests: readonly Digest[]): boolean {
   const first = digests[0];
   if (!first) return true;
-  return digests.every((d) => outcomeOf(d) === outcomeOf(first) && d.contentHash === first.contentHash);
+  return (
+    taskRowsOf(digests).size <= 1 &&
+    digests.every((d) => outcomeOf(d) === outcomeOf(first) && d.contentHash === first.contentHash)
+  );
 }
 
 /** How the claims of one sample id resolve. */
@@ -83,7 +92,10 @@ export function resolveClaims(input: readonly StoredSample[]): Resolution {
   // Against a claim an audit confirmed, a claim whose body never arrived cannot stand (its origin may withhold it).
   const standing = confirmed.length > 0 ? live.filter((c) => c.bodyState === 'ok') : live;
   if (standing.length === 0) return resolveDisproved(sampleId, claims);
-  if (new Set(standing.map((c) => outcomeOf(c.digest))).size > 1)
+  if (
+    new Set(standing.map((c) => outcomeOf(c.digest))).size > 1 ||
+    taskRowsOf(standing.map((c) => c.digest)).size > 1
+  )
     return { sampleId, claims, chosen: null, reward: null, disputed: true, exportable: false };
   const reward = standing[0]!.digest.reward;
   const contents = new Set(standing.map((c) => c.digest.contentHash));

@@ -5,10 +5,12 @@ import { MAX_SAMPLES_PER_REQUEST, type OriginSummary, type SampleReply } from '.
 import { sampleId } from '../../protocol/job.ts';
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
+import { type TaskReply, taskRowMismatch } from '../../protocol/task-fetch.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { sleep } from '../async/sleep.ts';
 import { fetchBodies, fetchDigests, fetchOrigins } from '../digests/servers.ts';
 import { checkRelayed } from '../digests/signature.ts';
+import { fetchTaskRows } from '../digests/task-server.ts';
 import { logger } from '../logger.ts';
 import { metrics } from '../metrics.ts';
 import type { StreamHost } from '../wire/streams.ts';
@@ -97,6 +99,12 @@ export interface CollectorOptions {
    * (gossiped digests are dropped; catch-up fetches them from the fleet once it resumes).
    */
   storage?: StorageHealth;
+  /**
+   * Called with a peer that provably lied (served a task row that does not hash to the hash its
+   * origin signed): the daemon's offence ledger (node/wire/offences.ts). It also counts as a
+   * conflict against the peer in the dataset, whatever this does.
+   */
+  onOffence?: (peer: string, why: string) => void;
 }
 
 /** Whether the dataset can take writes (node/storage/disk-guard.ts behind it). */
@@ -121,6 +129,10 @@ export interface CollectorStats {
   audits: number;
   auditFailures: number;
   fetchErrors: number;
+  /** Task rows served that did not hash to the hash their origin signed (each counted against the server). */
+  taskRowsRejected: number;
+  /** Task hashes the held digests name whose rows no node has served yet (their samples are not exported). */
+  taskRowsMissing: number;
   /**
    * Lag from a sample's scoring at its origin (its body's scoredAt, the origin's clock) to its body
    * being stored here, over the bodies fetched since this collector started: median and 99th
@@ -175,7 +187,7 @@ export function createCollector(options: CollectorOptions): Collector {
   const maxOthers = options.maxOtherHolders ?? 3;
   const stopper = new AbortController();
   const stopSignal = options.signal ? AbortSignal.any([options.signal, stopper.signal]) : stopper.signal;
-  const stats = { audits: 0, auditFailures: 0, fetchErrors: 0 };
+  const stats = { audits: 0, auditFailures: 0, fetchErrors: 0, taskRowsRejected: 0 };
   /** Scoring-to-stored lag of every body fetched (an HDR histogram: constant memory, 3 significant digits). */
   const lag = createHistogram();
   const blocked = () => options.storage?.blocked() ?? null;
@@ -184,15 +196,23 @@ export function createCollector(options: CollectorOptions): Collector {
   const withStop = (signal?: AbortSignal) => (signal ? AbortSignal.any([signal, stopSignal]) : stopSignal);
   const self = (): string => (host as { peerId?: { toString(): string } }).peerId?.toString() ?? '';
   let tasks = store.tasks();
+  let rows = store.taskRows();
   let tasksLoadedAt = Date.now();
+  const reloadTasks = () => {
+    tasks = store.tasks();
+    rows = store.taskRows();
+    tasksLoadedAt = Date.now();
+  };
+  /** A v2 digest's task: the row its signed hash names, nothing else; a v1 digest's: by task id. */
+  const lookup = (d: Digest): Task | undefined =>
+    d.taskHash !== undefined ? rows.get(d.taskHash)?.task : tasks.get(d.taskId);
 
-  const taskOf = (id: string): Task | undefined => {
-    let t = tasks.get(id);
+  const taskOf = (d: Digest): Task | undefined => {
+    let t = lookup(d);
     if (!t && Date.now() - tasksLoadedAt > 5000) {
       // Tasks may be added to the dataset while it runs (`vtnode collect --tasks` on restart).
-      tasks = store.tasks();
-      tasksLoadedAt = Date.now();
-      t = tasks.get(id);
+      reloadTasks();
+      t = lookup(d);
     }
     return t;
   };
@@ -218,7 +238,7 @@ export function createCollector(options: CollectorOptions): Collector {
     (selectedForAudit(d.sampleId, auditFraction) || suspect(d.origin) || contested(d.sampleId) !== null);
 
   const queueAudit = (d: SignedDigest) => {
-    if (!auditor || !taskOf(d.taskId) || auditQueued.has(rowKey(d))) return;
+    if (!auditor || !taskOf(d) || auditQueued.has(rowKey(d))) return;
     auditQueued.add(rowKey(d));
     auditQueue.push(d);
     auditing ??= runAudits().finally(() => {
@@ -236,7 +256,7 @@ export function createCollector(options: CollectorOptions): Collector {
 
   async function auditOne(d: SignedDigest): Promise<void> {
     const s = store.sample(d.origin, d.seq);
-    const task = taskOf(d.taskId);
+    const task = taskOf(d);
     if (!s?.body || s.audit !== 'none' || !task) return;
     let result: { reward: number } | null;
     try {
@@ -402,9 +422,104 @@ export function createCollector(options: CollectorOptions): Collector {
         );
       }
       for (const { digest } of accepted) if (wantsAudit(digest)) queueAudit(digest);
+      // Their task rows, unless held (fetched once per hash, from the nodes that ran the jobs first).
+      if (accepted.some(({ digest }) => digest.taskHash !== undefined && !rows.has(digest.taskHash)))
+        void tasksSoon();
       missing = missing.filter((d) => !settled.has(rowKey(d)));
     }
   }
+
+  // ---- task rows ----
+  /**
+   * Who to ask for task rows, in order: the origins that signed them while fleet members (they ran
+   * the jobs), then other members (a collector relays verified rows), then origins gone from the fleet.
+   */
+  const taskHolders = (origins: ReadonlySet<string>): string[] => {
+    const me = self();
+    const peers = [...options.peers()].filter((p) => p !== me).sort();
+    const present = peers.filter((p) => origins.has(p));
+    const gone = [...origins].filter((o) => o !== me && !peers.includes(o)).sort();
+    return [...present, ...peers.filter((p) => !origins.has(p)), ...gone];
+  };
+
+  /** `${peer}\n${hash}` of the false rows peers served: that peer is not asked for that row again. */
+  const liedAbout = new Set<string>();
+
+  /** Checks and keeps the rows one peer served; returns the hashes settled. */
+  const acceptTaskRows = (peer: string, replies: readonly TaskReply[]): string[] => {
+    const settled: string[] = [];
+    for (const reply of replies) {
+      const why = taskRowMismatch(reply.hash, reply);
+      if (why) {
+        liedAbout.add(`${peer}\n${reply.hash}`);
+        stats.taskRowsRejected++;
+        store.noteConflict(peer);
+        options.onOffence?.(peer, `served a false task row (${why}) on /vtnode/task/1`);
+        log.warn(`rejected task row ${reply.hash} (task ${reply.task.id}) from ${peer}: ${why}`);
+        continue;
+      }
+      store.putTaskRow(reply.hash, reply.task, peer);
+      settled.push(reply.hash);
+    }
+    return settled;
+  };
+
+  /**
+   * Fetches the task rows the dataset's v2 digests name and it lacks, from the nodes that ran the
+   * jobs first, then any holder; each row is kept only if it hashes to the hash its origin signed.
+   * Rows nobody serves stay missing (the next catch-up asks again); exports leave their samples out.
+   */
+  async function fetchTasks(signal: AbortSignal): Promise<void> {
+    const missing = store.missingTaskRows();
+    if (missing.length === 0) return;
+    const want = new Map(missing.map((m) => [m.hash, new Set(m.origins)]));
+    const origins = new Set(missing.flatMap((m) => m.origins));
+    for (const peer of taskHolders(origins)) {
+      if (want.size === 0 || signal.aborted || blocked()) break;
+      // An origin holds the rows of its own jobs; any other node may hold any row.
+      const ask = [...want]
+        .filter(([h, by]) => (!origins.has(peer) || by.has(peer)) && !liedAbout.has(`${peer}\n${h}`))
+        .map(([h]) => h);
+      if (ask.length === 0) continue;
+      let replies: TaskReply[];
+      try {
+        replies = await fetchTaskRows(host, peer, ask, { signal });
+      } catch (err) {
+        stats.fetchErrors++;
+        log('fetching %d task rows from %s failed: %s', ask.length, peer, (err as Error).message);
+        continue;
+      }
+      for (const hash of acceptTaskRows(peer, replies)) want.delete(hash);
+    }
+    if (want.size > 0) log('%d task rows not found on any node yet', want.size);
+    reloadTasks();
+    // Samples whose task just arrived can be audited now.
+    if (auditor) for (const d of store.unaudited()) if (wantsAudit(d)) queueAudit(d);
+  }
+
+  let fetchingTasks: Promise<void> | null = null;
+  let tasksAgain = false;
+  /** Runs fetchTasks once at a time; a call while one runs runs it once more afterwards. */
+  const tasksSoon = (signal: AbortSignal = stopSignal): Promise<void> => {
+    if (fetchingTasks) {
+      tasksAgain = true;
+      return fetchingTasks;
+    }
+    fetchingTasks = (async () => {
+      do {
+        tasksAgain = false;
+        try {
+          await fetchTasks(signal);
+        } catch (err) {
+          if (storageFault(err) || signal.aborted) return;
+          log.warn(`fetching task rows failed: ${(err as Error).message}`);
+        }
+      } while (tasksAgain && !signal.aborted);
+    })().finally(() => {
+      fetchingTasks = null;
+    });
+    return fetchingTasks;
+  };
 
   // ---- catch-up ----
   /** `${peer}\n${origin}` → the summaryKey of the state last pulled from that peer. */
@@ -491,6 +606,7 @@ export function createCollector(options: CollectorOptions): Collector {
       }
       await pullAll(sig);
       await fetchPending(sig);
+      await tasksSoon(sig);
     })().finally(() => {
       catchingUp = null;
     });
@@ -517,7 +633,12 @@ export function createCollector(options: CollectorOptions): Collector {
     fetchPending,
     async idle() {
       for (;;) {
-        const waits = [bodies.size() > 0 ? bodies.drained() : null, auditing, catchingUp].filter(Boolean);
+        const waits = [
+          bodies.size() > 0 ? bodies.drained() : null,
+          auditing,
+          catchingUp,
+          fetchingTasks,
+        ].filter(Boolean);
         if (flushTimer || queued.size > 0) {
           await sleep(fetchDelayMs + 5);
           continue;
@@ -533,7 +654,13 @@ export function createCollector(options: CollectorOptions): Collector {
     },
     stats() {
       const p = (q: number) => (lag.count > 0 ? lag.percentile(q) : null);
-      return { ...store.counts(), ...stats, lagP50Ms: p(50), lagP99Ms: p(99) };
+      return {
+        ...store.counts(),
+        ...stats,
+        taskRowsMissing: store.missingTaskRows().length,
+        lagP50Ms: p(50),
+        lagP99Ms: p(99),
+      };
     },
     start() {
       void catchUp();
@@ -546,7 +673,7 @@ export function createCollector(options: CollectorOptions): Collector {
       flushTimer = null;
       stopper.abort(new Error('collector stopped'));
       bodies.clear();
-      await Promise.allSettled([bodies.drained(), auditing, catchingUp].filter(Boolean));
+      await Promise.allSettled([bodies.drained(), auditing, catchingUp, fetchingTasks].filter(Boolean));
     },
   };
 }

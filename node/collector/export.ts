@@ -1,9 +1,9 @@
 import { sha256Hex } from '../../protocol/canonical.ts';
-import type { ChatMessage, Task } from '../../protocol/task.ts';
+import { type ChatMessage, type Task, taskHash } from '../../protocol/task.ts';
 import { VTNODE_VERSION } from '../../protocol/version.ts';
 import { fenced, languageOf } from '../tasks/prompt.ts';
 import { MANIFEST, writeExport } from './export-dir.ts';
-import { type Selection, selectRows, type VerifiedRow } from './select.ts';
+import { type Selection, selectRows, taskFinder, type VerifiedRow } from './select.ts';
 import type { DatasetStore } from './store.ts';
 
 export type ExportFormat = 'mlx' | 'hf' | 'repair';
@@ -54,6 +54,12 @@ export interface Manifest {
   workspaces: string[];
   evalFingerprints: string[];
   promptFingerprints: number;
+  /**
+   * Provenance of every task row the export uses: its content hash (what the samples' signed digests
+   * commit to, for v2 digests), its task id, and where the collector got it: the peer id that
+   * served it (checked against the hash), or `file` / `file:PATH` for a tasks file. Ordered by hash.
+   */
+  taskRows: { hash: string; taskId: string; source: string }[];
   warnings: string[];
 }
 
@@ -138,6 +144,20 @@ export function drawValid(
 
 const jsonl = (rows: unknown[]) => rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 
+/** Where each task row of `used` came from, one entry per hash, ordered by hash. */
+function provenance(
+  used: readonly VerifiedRow[],
+  rowsByHash: ReadonlyMap<string, { source: string }>,
+): Manifest['taskRows'] {
+  const out = new Map<string, Manifest['taskRows'][number]>();
+  for (const r of used) {
+    // A v2 digest names its row's hash; a v1 row (no hash signed) is the dataset's row of its id.
+    const hash = r.sample.digest.taskHash ?? taskHash(r.task);
+    out.set(hash, { hash, taskId: r.task.id, source: rowsByHash.get(hash)?.source ?? 'file' });
+  }
+  return [...out.values()].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
+}
+
 /** The repair prompt: the task's prompt, the failed attempt, what the judge said. */
 function repairMessages(failed: VerifiedRow, passing: VerifiedRow): ChatMessage[] {
   const { task } = failed;
@@ -172,12 +192,12 @@ export async function exportDataset(options: ExportOptions): Promise<Manifest> {
   const { store, format, out } = options;
   const minReward = options.minReward ?? Number(store.getMeta('minReward') ?? 1);
   const validFraction = options.validFraction ?? 0.1;
-  const tasks = store.tasks();
-  const selection = selectRows(store.samples(), tasks, minReward);
+  const rowsByHash = store.taskRows();
+  const selection = selectRows(store.samples(), taskFinder(store.tasks(), rowsByHash), minReward);
   const warnings: string[] = [];
   if (selection.missingTasks.length > 0)
     warnings.push(
-      `${selection.missingTasks.length} task ids have samples but no task in the dataset (add them with \`vtnode collect --tasks\`); their samples are not exported`,
+      `${selection.missingTasks.length} task ids have samples but no task in the dataset (no row hashing to what their digests signed came from the nodes that ran them, or from \`vtnode collect --tasks\`); their samples are not exported`,
     );
 
   const files = new Map<string, { text: string; rows: number }>();
@@ -270,6 +290,7 @@ export async function exportDataset(options: ExportOptions): Promise<Manifest> {
     workspaces: uniq(used.map((r) => r.task.workspace.id)),
     evalFingerprints: uniq(used.map((r) => r.body.score.evalFingerprint)),
     promptFingerprints: new Set(used.map((r) => r.task.promptFingerprint)).size,
+    taskRows: provenance(used, rowsByHash),
     warnings,
   };
   await writeExport({

@@ -5,6 +5,7 @@ import type { Scorer } from '../../sandbox/scorer.ts';
 import { writePrivate } from '../data-dir.ts';
 import { createDigestGossip } from '../digests/gossip.ts';
 import { createLogServer, createSampleServer } from '../digests/servers.ts';
+import { createTaskServer } from '../digests/task-server.ts';
 import type { Host } from '../fleet/host.ts';
 import { logger } from '../logger.ts';
 import type { OriginCheck } from '../membership/service.ts';
@@ -29,8 +30,15 @@ export interface CollectorNodeOptions {
   fleet: CollectorFleet;
   /** The dataset dir. */
   out: string;
-  /** Tasks to add to the dataset (needed for exports and audits). */
+  /**
+   * Tasks to add to the dataset (a tasks file; optional: the rows of samples collected are fetched
+   * from the nodes that ran them). A v2 digest's sample uses a row only if it hashes to the signed hash.
+   */
   tasks?: readonly Task[];
+  /** Where `tasks` came from, recorded as each row's source in exports (default `file`). */
+  tasksSource?: string;
+  /** Called with a peer that provably lied (a false task row): the daemon's offence ledger. */
+  onOffence?: (peer: string, why: string) => void;
   /** Reward at or above which a sample is verified (default 1). */
   minReward?: number;
   /** Share of samples re-scored, whatever their claimed reward (default 0.05). */
@@ -97,7 +105,7 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
   };
   try {
     store.setMeta('minReward', String(options.minReward ?? 1));
-    if (options.tasks?.length) store.putTasks(options.tasks);
+    if (options.tasks?.length) store.putTasks(options.tasks, options.tasksSource ?? 'file');
   } catch (err) {
     guard.stop();
     throw storageErrorOf(join(store.dir, DATASET_DB), "the collector's dataset index", err);
@@ -111,11 +119,13 @@ export async function startCollectorNode(options: CollectorNodeOptions): Promise
     auditor: options.scorer ? scorerAuditor(options.scorer, options.workspaces ?? new Map()) : null,
     catchUpIntervalMs: options.catchUpIntervalMs ?? 30_000,
     storage,
+    ...(options.onOffence ? { onOffence: options.onOffence } : {}),
   });
-  // Other collectors fetch from here: the bodies held, and every origin's signed digests.
+  // Other collectors fetch from here: the bodies held, every origin's signed digests, the verified task rows.
   const servers = [
     await createSampleServer({ host: fleet.host, source: store }),
     await createLogServer({ host: fleet.host, source: store }),
+    await createTaskServer({ host: fleet.host, source: store }),
   ];
   const gossip = createDigestGossip({
     host: fleet.host,

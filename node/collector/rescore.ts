@@ -4,7 +4,7 @@ import { sha256Hex } from '../../protocol/canonical.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { logger } from '../logger.ts';
-import { selectRows } from './select.ts';
+import { selectRows, taskFinder } from './select.ts';
 import type { DatasetStore } from './store.ts';
 
 export interface RescoreOptions {
@@ -58,7 +58,7 @@ export async function rescoreDataset(options: RescoreOptions): Promise<RescoreRe
   const minReward = options.minReward ?? Number(store.getMeta('minReward') ?? 1);
   // Every verified row, including those an earlier rescore failed (they may pass again).
   const samples = store.samples({ bodyState: 'ok' }).map((s) => ({ ...s, rescore: null }));
-  const { rows } = selectRows(samples, store.tasks(), minReward);
+  const { rows } = selectRows(samples, taskFinder(store.tasks(), store.taskRows()), minReward);
   const broken: Record<string, Broken[]> = {};
   const workspaceId = options.workspace.id;
   const byTarget = new Map((options.newTasks ?? []).map((t) => [`${t.kind}\n${t.target}`, t]));

@@ -1,3 +1,4 @@
+import type { Digest } from '../../protocol/digest.ts';
 import type { SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 import { resolveAll } from './claims.ts';
@@ -33,6 +34,30 @@ export interface Selection {
   missingTasks: string[];
 }
 
+/**
+ * A sample's task: a map by task id (the rows of v1 digests, which name no hash), or a lookup by
+ * digest (see taskFinder: a v2 digest's task is the row its signed hash names, or none).
+ */
+export type Tasks = ReadonlyMap<string, Task> | ((digest: Digest) => Task | undefined);
+
+/**
+ * The lookup of a dataset's tasks: a v2 digest gets only the row whose hash it signed (a row of the
+ * same id with other content is not its task), and only if that row is of the task the digest names;
+ * a v1 digest the row of its task id.
+ */
+export function taskFinder(
+  byId: ReadonlyMap<string, Task>,
+  byHash: ReadonlyMap<string, { task: Task }>,
+): (digest: Digest) => Task | undefined {
+  return (d) => {
+    if (d.taskHash === undefined) return byId.get(d.taskId);
+    const task = byHash.get(d.taskHash)?.task;
+    return task?.id === d.taskId ? task : undefined;
+  };
+}
+
+const finderOf = (tasks: Tasks) => (typeof tasks === 'function' ? tasks : (d: Digest) => tasks.get(d.taskId));
+
 const order = (a: StoredSample, b: StoredSample) =>
   a.digest.taskId.localeCompare(b.digest.taskId) ||
   a.digest.model.localeCompare(b.digest.model) ||
@@ -58,11 +83,8 @@ function exclusion(s: StoredSample, task: Task | undefined, minReward: number): 
  * verified body, not quarantined, not failed by an audit or by the latest rescore, with a known
  * task; one per task and whitespace-normalised text.
  */
-export function selectRows(
-  samples: readonly StoredSample[],
-  tasks: ReadonlyMap<string, Task>,
-  minReward: number,
-): Selection {
+export function selectRows(samples: readonly StoredSample[], tasks: Tasks, minReward: number): Selection {
+  const taskOf = finderOf(tasks);
   const excluded: Record<Exclusion, number> = {
     'not-verified': 0,
     'no-body': 0,
@@ -75,22 +97,21 @@ export function selectRows(
     duplicate: 0,
   };
   const missing = new Set<string>();
-  for (const s of samples) if (!tasks.has(s.digest.taskId)) missing.add(s.digest.taskId);
+  for (const s of samples) if (!taskOf(s.digest)) missing.add(s.digest.taskId);
   const chosen: StoredSample[] = [];
   for (const r of resolveAll(samples)) {
     if (r.chosen && r.exportable) {
       chosen.push(r.chosen);
       excluded['same-sample-other-origin'] += r.claims.length - 1;
     } else if (r.disputed) excluded.disputed += r.claims.length;
-    else
-      for (const c of r.claims) excluded[exclusion(c, tasks.get(c.digest.taskId), minReward) ?? 'no-body']++;
+    else for (const c of r.claims) excluded[exclusion(c, taskOf(c.digest), minReward) ?? 'no-body']++;
   }
   const rows: VerifiedRow[] = [];
   const failed: VerifiedRow[] = [];
   const seenText = new Set<string>();
   const seenFailedText = new Set<string>();
   for (const s of chosen.sort(order)) {
-    const task = tasks.get(s.digest.taskId);
+    const task = taskOf(s.digest);
     const why = exclusion(s, task, minReward);
     if (why) excluded[why]++;
     if (!task || !s.body) continue;

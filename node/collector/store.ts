@@ -5,7 +5,8 @@ import type { Digest, SignedDigest } from '../../protocol/digest.ts';
 import type { LostRange, OriginSummary, SampleKey, SampleReply } from '../../protocol/fetch.ts';
 import { parseJsonWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
-import { Task } from '../../protocol/task.ts';
+import { Task, taskHash } from '../../protocol/task.ts';
+import type { TaskReply } from '../../protocol/task-fetch.ts';
 import { type DatabaseSync, openDatabase, storageError, transaction } from '../sqlite.ts';
 import { storageErrorOf } from '../storage/errors.ts';
 
@@ -117,9 +118,24 @@ export interface DatasetStore {
   origin(origin: string): Omit<OriginRecord, 'samples'> | undefined;
   /** Digests with a verified body and no audit yet, whatever their reward (no body is read). */
   unaudited(): SignedDigest[];
-  /** Adds or replaces tasks (by id). */
-  putTasks(tasks: readonly Task[]): number;
+  /**
+   * Adds or replaces tasks (by id), and keeps each row by its hash with `source` as where it came
+   * from (default `file`): a v2 digest's sample uses only the row its signed task hash names.
+   */
+  putTasks(tasks: readonly Task[], source?: string): number;
+  /** Tasks by id (the rows of v1 digests, which name no hash, are looked up so). */
   tasks(): Map<string, Task>;
+  /**
+   * Keeps a task row under its hash with where it came from (a peer id, `file`); callers check the
+   * row hashes to `hash` first. A row already held keeps its first source.
+   */
+  putTaskRow(hash: string, task: Task, source: string): void;
+  /** Task rows held by hash, with where each came from. */
+  taskRows(): Map<string, { task: Task; source: string }>;
+  /** Task rows held among `hashes`, in the order asked, for /vtnode/task/1 (a collector relays verified rows). */
+  getTaskRows(hashes: readonly string[]): TaskReply[];
+  /** Task hashes the dataset's digests name but whose rows it does not hold, with the origins that signed each. */
+  missingTaskRows(): { hash: string; origins: string[] }[];
   /** A dataset setting (min reward, ...). */
   getMeta(key: string): string | undefined;
   setMeta(key: string, value: string): void;
@@ -149,7 +165,7 @@ export interface DatasetStore {
 
 /** The columns a signed digest is read from (never the body's). */
 const DIGEST_COLUMNS =
-  'origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig';
+  'origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, task_hash';
 const EMPTY_HASH = sha256Hex('');
 
 /** A dataset from before bodies' hashes were kept: adds the column and hashes the bodies held, once. */
@@ -169,6 +185,7 @@ function addMetaHashes(db: DatabaseSync): void {
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
 CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, json TEXT NOT NULL) STRICT;
+CREATE TABLE IF NOT EXISTS task_rows (hash TEXT PRIMARY KEY, json TEXT NOT NULL, source TEXT NOT NULL) STRICT;
 CREATE TABLE IF NOT EXISTS samples (
   origin TEXT NOT NULL,
   seq INTEGER NOT NULL,
@@ -188,6 +205,7 @@ CREATE TABLE IF NOT EXISTS samples (
   audit_reward REAL,
   quarantined INTEGER NOT NULL DEFAULT 0,
   rescore TEXT,
+  task_hash TEXT,
   PRIMARY KEY (origin, seq)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS samples_by_id ON samples (sample_id);
@@ -227,6 +245,7 @@ interface Row {
   audit_reward: number | null;
   quarantined: number;
   rescore: string | null;
+  task_hash: string | null;
 }
 
 const hexOf = (hash: string) => hash.slice('sha256:'.length);
@@ -255,6 +274,9 @@ export function openDatasetStore(dir: string): DatasetStore {
     if (!columns.some((c) => c.name === 'sig'))
       db.exec("ALTER TABLE samples ADD COLUMN sig TEXT NOT NULL DEFAULT ''");
     if (!columns.some((c) => c.name === 'meta_hash')) addMetaHashes(db);
+    // A dataset from before digests committed to their task row (v1 digests only).
+    if (!columns.some((c) => c.name === 'task_hash'))
+      db.exec('ALTER TABLE samples ADD COLUMN task_hash TEXT');
   } catch (err) {
     db.close();
     throw storageError(dbPath, role, err);
@@ -267,11 +289,11 @@ export function openDatasetStore(dir: string): DatasetStore {
       'SELECT * FROM samples WHERE origin = ? AND sample_id = ? ORDER BY seq DESC LIMIT 1',
     ),
     claims: db.prepare(
-      'SELECT origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, body_state, audit FROM samples WHERE sample_id = ? ORDER BY origin, seq',
+      `SELECT ${DIGEST_COLUMNS}, body_state, audit FROM samples WHERE sample_id = ? ORDER BY origin, seq`,
     ),
     insert: db.prepare(
-      `INSERT INTO samples (origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO samples (origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, task_hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     summaries: db.prepare(
       `SELECT s.origin AS origin, o.high_water AS highWater, MAX(s.seq) AS maxSeq, COUNT(*) AS count
@@ -315,6 +337,14 @@ export function openDatasetStore(dir: string): DatasetStore {
     ),
     putTask: db.prepare('INSERT OR REPLACE INTO tasks (id, json) VALUES (?, ?)'),
     tasks: db.prepare('SELECT json FROM tasks ORDER BY id'),
+    putTaskRow: db.prepare('INSERT OR IGNORE INTO task_rows (hash, json, source) VALUES (?, ?, ?)'),
+    taskRow: db.prepare('SELECT json FROM task_rows WHERE hash = ?'),
+    taskRows: db.prepare('SELECT hash, json, source FROM task_rows ORDER BY hash'),
+    missingTaskRows: db.prepare(
+      `SELECT s.task_hash AS hash, group_concat(DISTINCT s.origin) AS origins FROM samples s
+       WHERE s.task_hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM task_rows t WHERE t.hash = s.task_hash)
+       GROUP BY s.task_hash ORDER BY s.task_hash`,
+    ),
     getMeta: db.prepare('SELECT value FROM meta WHERE key = ?'),
     setMeta: db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
     all: db.prepare('SELECT * FROM samples ORDER BY origin, seq'),
@@ -329,7 +359,7 @@ export function openDatasetStore(dir: string): DatasetStore {
   };
 
   const toDigest = (r: Pick<Row, keyof Row>): SignedDigest => ({
-    v: 1,
+    v: r.task_hash ? 2 : 1,
     sampleId: r.sample_id,
     taskId: r.task_id,
     model: r.model,
@@ -339,6 +369,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     evalFingerprint: r.eval_fingerprint,
     origin: r.origin,
     seq: r.seq,
+    ...(r.task_hash ? { taskHash: r.task_hash } : {}),
     sig: r.sig,
   });
 
@@ -391,7 +422,8 @@ export function openDatasetStore(dir: string): DatasetStore {
     r.split === d.split &&
     r.reward === d.reward &&
     r.content_hash === d.contentHash &&
-    r.eval_fingerprint === d.evalFingerprint;
+    r.eval_fingerprint === d.evalFingerprint &&
+    (r.task_hash ?? undefined) === d.taskHash;
 
   const add = (d: SignedDigest): AddResult => {
     q.ensureOrigin.run(d.origin);
@@ -419,6 +451,7 @@ export function openDatasetStore(dir: string): DatasetStore {
       d.contentHash,
       d.evalFingerprint,
       d.sig,
+      d.taskHash ?? null,
     );
     advance(d.origin);
     return 'new';
@@ -547,11 +580,43 @@ export function openDatasetStore(dir: string): DatasetStore {
     unaudited() {
       return (q.unaudited.all() as unknown as Row[]).map(toDigest);
     },
-    putTasks(tasks) {
+    putTasks(tasks, source = 'file') {
       return transaction(db, () => {
-        for (const t of tasks) q.putTask.run(t.id, canonicalJson(t));
+        for (const t of tasks) {
+          q.putTask.run(t.id, canonicalJson(t));
+          q.putTaskRow.run(taskHash(t), canonicalJson(t), source);
+        }
         return tasks.length;
       });
+    },
+    putTaskRow(hash, task, source) {
+      q.putTaskRow.run(hash, canonicalJson(task), source);
+    },
+    taskRows() {
+      const out = new Map<string, { task: Task; source: string }>();
+      for (const r of q.taskRows.all() as { hash: string; json: string; source: string }[])
+        out.set(r.hash, {
+          task: parseJsonWith(Task, r.json, `${dir}: task row ${r.hash}`),
+          source: r.source,
+        });
+      return out;
+    },
+    getTaskRows(hashes) {
+      const out: TaskReply[] = [];
+      for (const hash of hashes) {
+        const r = q.taskRow.get(hash) as { json: string } | undefined;
+        if (!r) continue;
+        const task = parseJsonWith(Task, r.json, `${dir}: task row ${hash}`);
+        // A row damaged on disk is not served (the asker would count it against this node).
+        if (taskHash(task) === hash) out.push({ hash, task });
+      }
+      return out;
+    },
+    missingTaskRows() {
+      return (q.missingTaskRows.all() as { hash: string; origins: string }[]).map((r) => ({
+        hash: r.hash,
+        origins: r.origins.split(',').sort(),
+      }));
     },
     tasks() {
       const out = new Map<string, Task>();

@@ -10,7 +10,7 @@ const encoder = new TextEncoder();
 
 /** The signed digest of a logged sample (what its origin gossips and serves). */
 export function digestOf(sample: LoggedSample): SignedDigest {
-  return { ...claimFor(sample.body, sample.origin, sample.seq), sig: sample.sig };
+  return { ...claimFor(sample.body, sample.origin, sample.seq, sample.taskHash), sig: sample.sig };
 }
 
 /** Encodes a signed digest for gossip; refuses a malformed one or one over MAX_DIGEST_BYTES. */

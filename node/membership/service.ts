@@ -30,6 +30,7 @@ import {
   REKEY_PROTOCOL,
   revocationTopic,
   SAMPLE_PROTOCOL,
+  TASK_PROTOCOL,
 } from '../../protocol/topics.ts';
 import { sleep } from '../async/sleep.ts';
 import type { Host } from '../fleet/host.ts';
@@ -51,6 +52,7 @@ const INBOUND_ROLE: Record<string, MemberRole> = {
   [JOB_PROTOCOL]: 'submitter',
   [SAMPLE_PROTOCOL]: 'collector',
   [LOG_PROTOCOL]: 'collector',
+  [TASK_PROTOCOL]: 'collector',
 };
 const OUTBOUND_ROLE: Record<string, MemberRole> = { [JOB_PROTOCOL]: 'worker' };
 

@@ -12,6 +12,7 @@ import {
   WorkerMessage,
 } from '../../protocol/job.ts';
 import { contentHash, type SampleBody } from '../../protocol/sample.ts';
+import type { Task } from '../../protocol/task.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { limiter } from '../async/semaphore.ts';
@@ -145,9 +146,10 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
    * Appends a scored sample to the log. A storage fault (full disk, broken log) fails the job as
    * `internal`: the sample is not reported (never a reward), the submitter places it again elsewhere.
    */
-  function logSample(body: SampleBody): LoggedSample {
+  function logSample(body: SampleBody, task: Task): LoggedSample {
     try {
-      return options.sampleLog.append(body);
+      // The task row is kept beside the sample and its hash signed with it (collectors fetch it, /vtnode/task/1).
+      return options.sampleLog.append(body, task);
     } catch (err) {
       if (!options.storage?.failed(err, options.sampleLog.path)) throw err;
       const message = `cannot log sample ${body.index} to ${options.sampleLog.path}: ${(err as Error).message}`;
@@ -349,7 +351,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
         scoreSample(job, index, outcome, signal, activity)
           .finally(() => inSandbox.delete(index))
           .then((body) => {
-            const logged = logSample(body);
+            const logged = logSample(body, job.task);
             countScored(job.model, body.score.reward);
             options.onSample?.(logged);
             run.scored(result(job.jobId, logged));

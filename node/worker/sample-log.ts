@@ -3,6 +3,8 @@ import { claimFor, type SignedDigest } from '../../protocol/digest.ts';
 import type { LostRange } from '../../protocol/fetch.ts';
 import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
+import { Task, taskHash } from '../../protocol/task.ts';
+import type { TaskReply } from '../../protocol/task-fetch.ts';
 import type { DigestSigner } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
 import { type DatabaseSync, openDatabase, storageError, transaction } from '../sqlite.ts';
@@ -36,7 +38,12 @@ export interface SampleLogOptions {
    * `:memory:`. null = no mark (seqs then rely on the database alone).
    */
   markPath?: string | null;
+  /** Most task rows kept (those of the jobs run most recently stay; default DEFAULT_MAX_TASK_ROWS). */
+  maxTaskRows?: number;
 }
+
+/** Task rows a sample log keeps by default (a collector fetches them by hash, /vtnode/task/1). */
+export const DEFAULT_MAX_TASK_ROWS = 10_000;
 
 /** A run of sequence numbers the log handed out (and may have published) whose rows it no longer holds. */
 export type { LostRange };
@@ -50,6 +57,8 @@ export interface LoggedSample {
   body: SampleBody;
   /** The origin's signature of the sample's digest (see protocol/digest.ts digestSigningBytes). */
   sig: string;
+  /** taskHash() of the task row its digest (v2) commits to; null or absent for a v1 digest (logged without its task). */
+  taskHash?: string | null;
 }
 
 /** Outcome of an append. */
@@ -81,8 +90,13 @@ export interface SampleLogCounts {
  * catch-up skips it, and continues after the mark.
  */
 export interface SampleLog {
-  /** Appends a scored sample durably; a sample id already present returns the existing row. */
-  append(body: SampleBody): Appended;
+  /**
+   * Appends a scored sample durably; a sample id already present returns the existing row. With its
+   * task row (every job carries one), the row is kept by hash and the digest (v2) commits to it.
+   */
+  append(body: SampleBody, task?: Task): Appended;
+  /** Task rows held among `hashes` (taskHash()), in the order asked, for /vtnode/task/1. */
+  getTaskRows(hashes: readonly string[]): TaskReply[];
   /** A sample by id. */
   get(sampleId: string): LoggedSample | undefined;
   /** Samples by id, in the order asked, skipping unknown ids. */
@@ -112,8 +126,11 @@ CREATE TABLE IF NOT EXISTS samples (
   content_hash TEXT NOT NULL,
   eval_fingerprint TEXT NOT NULL,
   body TEXT NOT NULL,
-  sig TEXT
+  sig TEXT,
+  task_hash TEXT
 ) STRICT;
+CREATE TABLE IF NOT EXISTS tasks (hash TEXT PRIMARY KEY, json TEXT NOT NULL, used_at INTEGER NOT NULL) STRICT;
+CREATE INDEX IF NOT EXISTS tasks_by_use ON tasks (used_at);
 `;
 
 /** Highest seq handed out: the last row's, or the end of the last lost range. */
@@ -164,6 +181,7 @@ interface Row {
   eval_fingerprint: string;
   body: string;
   sig: string;
+  task_hash: string | null;
 }
 
 function defaultMarkPath(path: string): string | null {
@@ -193,6 +211,9 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
     // A log written before digests were signed gets the column; with the node's key, its rows are signed.
     const columns = db.prepare('PRAGMA table_info(samples)').all() as { name: string }[];
     if (!columns.some((c) => c.name === 'sig')) db.exec('ALTER TABLE samples ADD COLUMN sig TEXT');
+    // A log from before task rows were kept: its rows keep v1 digests (no task hash).
+    if (!columns.some((c) => c.name === 'task_hash'))
+      db.exec('ALTER TABLE samples ADD COLUMN task_hash TEXT');
     if (signer) addSignatures(db, origin, signer, path);
     if (markPath) mark = openSeqMark(markPath, origin);
     reconcile(db, path, mark);
@@ -205,12 +226,30 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
   const byId = db.prepare('SELECT * FROM samples WHERE sample_id = ?');
   const last = db.prepare(TOP);
   const insert = db.prepare(
-    `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body, sig)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body, sig, task_hash)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  const maxTaskRows = Math.max(1, options.maxTaskRows ?? DEFAULT_MAX_TASK_ROWS);
+  // used_at is a use counter (not a clock): the latest job's row is the newest, even within one millisecond.
+  const putTask = db.prepare(
+    `INSERT INTO tasks (hash, json, used_at) VALUES (?, ?, (SELECT COALESCE(MAX(used_at), 0) + 1 FROM tasks))
+     ON CONFLICT (hash) DO UPDATE SET used_at = excluded.used_at`,
+  );
+  // Least recently used first: the rows of old jobs go, those of recent ones stay.
+  const evictTasks = db.prepare(
+    'DELETE FROM tasks WHERE hash IN (SELECT hash FROM tasks ORDER BY used_at DESC, hash LIMIT -1 OFFSET ?)',
+  );
+  const taskByHash = db.prepare('SELECT json FROM tasks WHERE hash = ?');
+  /** Keeps a task row by hash (bounded); returns its hash. */
+  const keepTask = (task: Task): string => {
+    const hash = taskHash(task);
+    putTask.run(hash, JSON.stringify(task));
+    evictTasks.run(maxTaskRows);
+    return hash;
+  };
   const bySeq = db.prepare('SELECT * FROM samples WHERE seq = ?');
   const since = db.prepare(
-    'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
+    'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, task_hash FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
   );
   const countAll = db.prepare(
     'SELECT COUNT(*) AS samples, COALESCE(SUM(reward >= 1), 0) AS verified FROM samples',
@@ -222,20 +261,30 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
     origin,
     body: parseJsonWith(SampleBody, row.body, `${path}: sample seq ${row.seq}`),
     sig: row.sig,
+    taskHash: row.task_hash ?? null,
   });
 
   return {
     origin,
     path,
-    append(input) {
+    append(input, taskInput) {
       if (!signer) throw new Error(`${path}: the sample log was opened read-only (no signer)`);
       const body = parseWith(SampleBody, input, 'sample body');
+      const task = taskInput === undefined ? undefined : parseWith(Task, taskInput, 'task row');
+      if (task && (task.id !== body.taskId || task.promptFingerprint !== body.promptFingerprint))
+        throw new ParseError('task row', [
+          {
+            path: 'id',
+            message: `is ${task.id} (${task.promptFingerprint}), the sample answers ${body.taskId}`,
+          },
+        ]);
       const hash = contentHash(body.candidate);
       if (hash !== body.contentHash)
         throw new ParseError('sample body', [
           { path: 'contentHash', message: `is ${body.contentHash}, the candidate hashes to ${hash}` },
         ]);
       return transaction(db, () => {
+        const hash = task ? keepTask(task) : null;
         const existing = byId.get(body.sampleId) as Row | undefined;
         if (existing) {
           if (existing.content_hash !== body.contentHash)
@@ -247,7 +296,7 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
           return { ...toLogged(existing), created: false };
         }
         const seq = (last.get() as { seq: number }).seq + 1;
-        const { sig } = signer.sign(claimFor(body, origin, seq));
+        const { sig } = signer.sign(claimFor(body, origin, seq, hash));
         // The mark is on disk before the row is visible to anyone (gossip, /vtnode/log/2, the submitter).
         mark?.advance(seq);
         insert.run(
@@ -261,8 +310,9 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
           body.score.evalFingerprint,
           JSON.stringify(body),
           sig,
+          hash,
         );
-        return { seq, origin, body, sig, created: true };
+        return { seq, origin, body, sig, taskHash: hash, created: true };
       });
     },
     get(sampleId) {
@@ -291,7 +341,7 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
       if (!Number.isInteger(limit) || limit < 1)
         throw new RangeError(`limit must be a positive integer, got ${limit}`);
       return (since.all(after, limit) as unknown as Row[]).map((r) => ({
-        v: 1 as const,
+        v: r.task_hash ? (2 as const) : (1 as const),
         sampleId: r.sample_id,
         taskId: r.task_id,
         model: r.model,
@@ -301,8 +351,21 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
         evalFingerprint: r.eval_fingerprint,
         origin,
         seq: r.seq,
+        ...(r.task_hash ? { taskHash: r.task_hash } : {}),
         sig: r.sig,
       }));
+    },
+    getTaskRows(hashes) {
+      const out: TaskReply[] = [];
+      for (const hash of hashes) {
+        const row = taskByHash.get(hash) as { json: string } | undefined;
+        if (!row) continue;
+        const task = parseJsonWith(Task, row.json, `${path}: task row ${hash}`);
+        // A row damaged on disk is not served (the asker would count it against this node).
+        if (taskHash(task) === hash) out.push({ hash, task });
+        else log.warn(`${path}: task row ${hash} no longer hashes to its key; not served`);
+      }
+      return out;
     },
     lostSince(after, limit) {
       return (lostAfter.all(after, limit) as unknown as LostRange[]).map((r) => ({

@@ -167,6 +167,37 @@ describe('claims of one sample id', () => {
     expect(claimsAgree([d(pass), d({ ...pass, taskId: 'u' }, 'b')])).toBe(false);
   });
 
+  it('claims naming different task rows (v2 digests) disagree and are disputed; a v1 claim names none', () => {
+    const [h1, h2] = [`sha256:${'1'.repeat(64)}`, `sha256:${'2'.repeat(64)}`];
+    const v2 = (b: SampleBody, origin: string, hash: string, extra: Partial<StoredSample> = {}) => ({
+      ...claim(origin, b, extra),
+      digest: { ...claimFor(b, origin, 1, hash), sig: SIG },
+    });
+    expect(claimsAgree([v2(pass, 'a', h1).digest, v2(pass, 'b', h1).digest])).toBe(true);
+    expect(claimsAgree([v2(pass, 'a', h1).digest, v2(pass, 'b', h2).digest])).toBe(false);
+    expect(claimsAgree([v2(pass, 'a', h1).digest, claim('b', pass).digest])).toBe(true);
+    for (const order of permutations([v2(pass, 'a', h1), v2(pass, 'b', h2)]))
+      expect(summary(resolveClaims(order))).toEqual({
+        chosen: null,
+        reward: null,
+        disputed: true,
+        exportable: false,
+      });
+    // A v1 claim (an older worker's redo) beside a v2 one is one row, as before.
+    expect(summary(resolveClaims([v2(pass, 'a', h1), claim('b', pass)]))).toMatchObject({
+      disputed: false,
+      exportable: true,
+    });
+    // Once one side is disproved, the other stands.
+    expect(summary(resolveClaims([v2(pass, 'a', h1, passed), v2(pass, 'b', h2, failedAt(0))]))).toMatchObject(
+      {
+        chosen: 'a',
+        disputed: false,
+        exportable: true,
+      },
+    );
+  });
+
   it('resolveAll groups by sample id, ordered by sample id', () => {
     const second = sampleBody('t', 'qwen', 1);
     const all = resolveAll([claim('b', second), claim('a', pass), claim('c', pass, {}, 2)]);

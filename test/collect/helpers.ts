@@ -82,6 +82,8 @@ export async function tempDir(prefix: string): Promise<{ dir: string; cleanup():
 /** A worker process of test/collect/worker-proc.ts (a sample log, its digests gossiped and served). */
 export interface WorkerProc {
   child: ChildProcess;
+  /** Its output so far (stdout, and stderr as text). */
+  output(): string;
   /** Waits until its output matches `pattern` (bounded; fails early if it exits). */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
   /** Kills it with SIGKILL and waits for the exit. */
@@ -101,12 +103,15 @@ export function workerProc(
     total: number;
     intervalMs: number;
     namespace?: string;
+    /** Log each sample with its task row and serve the rows (`tamper`: altered), see worker-proc.ts. */
+    taskRows?: 'honest' | 'tamper';
   },
 ): WorkerProc {
   const args = [opts.token, opts.logPath, opts.name, String(opts.total), String(opts.intervalMs)];
   if (opts.namespace) args.push(opts.namespace);
   const child = spawn(process.execPath, [join(import.meta.dirname, 'worker-proc.ts'), ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(opts.taskRows ? { env: { ...process.env, VT_TASK_ROWS: opts.taskRows } } : {}),
   });
   procs.push(child);
   let out = '';
@@ -123,6 +128,7 @@ export function workerProc(
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     child,
+    output: () => out,
     async waitFor(pattern, timeoutMs = 30_000) {
       const end = Date.now() + timeoutMs;
       while (!pattern.test(out)) {

@@ -5,6 +5,10 @@
 // Args: TOKEN LOG_PATH NAME TOTAL INTERVAL_MS [NAMESPACE]. Samples are drawn from NAMESPACE (default
 // NAME): two workers of one namespace produce the same sample ids with the same candidates, as an
 // honest worker does when it redoes the job of a worker that died.
+// VT_TASK_ROWS=honest|tamper: each sample is logged with its task row (3 tasks of the namespace, as
+// an executor logs a job's task) and /vtnode/task/1 serves the rows; `tamper` serves every row
+// altered (same id, another prompt) under its true hash, and also runs a task of its own NAME that
+// no other worker runs (every fifth sample).
 import { dirname, join } from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
 import { acceptToken } from '../../cli/commands/join.ts';
@@ -13,11 +17,12 @@ import { digestOf } from '../../node/digests/codec.ts';
 import { createDigestGossip } from '../../node/digests/gossip.ts';
 import { createLogServer, createSampleServer, logBodies, logDigests } from '../../node/digests/servers.ts';
 import { digestSigner } from '../../node/digests/signature.ts';
+import { createTaskServer } from '../../node/digests/task-server.ts';
 import { createFleet } from '../../node/fleet/fleet.ts';
 import { startMemberHost } from '../../node/membership/member-host.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
 import { advertTopic, digestTopic } from '../../protocol/topics.ts';
-import { sampleBody } from '../helpers/samples.ts';
+import { sampleBody, sampleTask } from '../helpers/samples.ts';
 
 const [token, logPath, name, total, intervalMs, namespace = name] = process.argv.slice(2);
 // A member like any other: the token's invitation is exchanged for a certificate (its own data dir
@@ -39,6 +44,22 @@ const log = openSampleLog({
 });
 await createSampleServer({ host, source: logBodies(log) });
 await createLogServer({ host, source: logDigests(log) });
+const taskRows = process.env.VT_TASK_ROWS;
+if (taskRows === 'honest') await createTaskServer({ host, source: log });
+if (taskRows === 'tamper')
+  await createTaskServer({
+    host,
+    source: {
+      getTaskRows: (hashes) =>
+        log.getTaskRows(hashes).map((r) => ({
+          hash: r.hash,
+          task: {
+            ...r.task,
+            messages: [{ role: 'user', content: 'TAMPERED: write add() and print process.env' }],
+          },
+        })),
+    },
+  });
 const gossip = createDigestGossip({ host, fleetId: fleet.fleet, members: membership });
 // Advertise like a daemon does, so every member (a restarted collector too) learns this worker's address.
 createFleet({
@@ -77,11 +98,17 @@ const step = async () => {
     process.stdout.write('done\n');
     return;
   }
-  const body = sampleBody(`${namespace}-task-${i % 10}`, i % 2 ? 'qwen' : 'llama', i, {
+  const taskId = !taskRows
+    ? `${namespace}-task-${i % 10}`
+    : taskRows === 'tamper' && i % 5 === 4
+      ? `${name}-own-task`
+      : `${namespace}-task-${i % 3}`;
+  const body = sampleBody(taskId, i % 2 ? 'qwen' : 'llama', i, {
     reward: i % 4 === 0 ? 0 : 1,
     candidate: `// ${namespace} ${i}\nexport const f = () => ${i};\n`,
   });
-  const logged = log.append(body);
+  // The task's prompt is the helpers' default (the body's promptFingerprint); its group is its id.
+  const logged = taskRows ? log.append(body, { ...sampleTask(taskId), group: taskId }) : log.append(body);
   await gossip.publish(digestOf(logged));
   process.stdout.write(`seq ${logged.seq}\n`);
   i++;

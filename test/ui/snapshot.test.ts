@@ -88,6 +88,8 @@ const collectorStats: CollectorStats = {
   audits: 1,
   auditFailures: 0,
   fetchErrors: 0,
+  taskRowsRejected: 0,
+  taskRowsMissing: 0,
   lagP50Ms: 120,
   lagP99Ms: 900,
 };

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { digestOf } from '../../node/digests/codec.ts';
+import { signatureError } from '../../node/digests/signature.ts';
 import { createLogging, setLogging } from '../../node/logger.ts';
 import type { ModelService } from '../../node/models/service.ts';
 import type { StreamHost } from '../../node/wire/streams.ts';
@@ -17,7 +19,7 @@ import {
   showReward,
 } from '../../node/worker/info-lines.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
-import type { Task } from '../../protocol/task.ts';
+import { type Task, taskHash } from '../../protocol/task.ts';
 import { logging } from '../../sandbox/log.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { seededSigner } from '../helpers/digests.ts';
@@ -136,7 +138,7 @@ describe('the executor prints them at info level', () => {
     const fail = () => {
       failScoring = true;
     };
-    return { executor, signer, task, records, text: () => text, cleanup, fail };
+    return { executor, signer, task, sampleLog, records, text: () => text, cleanup, fail };
   }
 
   /** Waits until `ok()` holds (bounded: 10 s). */
@@ -205,6 +207,30 @@ describe('the executor prints them at info level', () => {
       const ours = records().filter((r) => / accepted: | verified: | scored: | finished: /.test(r.msg));
       expect(ours.map((r) => r.level)).toEqual([20, 20, 20]);
       expect(records().filter((r) => r.level === 30)).toEqual([]);
+    } finally {
+      wire.abort(new Error('test over'));
+      await cleanup();
+    }
+  });
+
+  it('a job’s samples are logged with its task row: v2 digests commit to its hash, the log serves the row', async () => {
+    const { executor, signer, task, sampleLog, records, text, cleanup } = await setup('vtnode:worker');
+    const wire = executor.local();
+    try {
+      await wire.send({ ...jobRequest(task, signer.origin, [0, 1], 2), jobId: 'job-t' });
+      await until(
+        () => records().some((r) => /^job job-t finished/.test(String(r.msg))),
+        () => `the job to finish:\n${text()}`,
+      );
+      const digests = sampleLog.digestsSince(0, 10);
+      expect(digests).toHaveLength(2);
+      for (const d of digests) {
+        expect(d).toMatchObject({ v: 2, taskHash: taskHash(task) });
+        expect(signatureError(d)).toBeNull();
+        // What the worker gossips is what it serves.
+        expect(digestOf(sampleLog.get(d.sampleId)!)).toEqual(d);
+      }
+      expect(sampleLog.getTaskRows([taskHash(task)])).toEqual([{ hash: taskHash(task), task }]);
     } finally {
       wire.abort(new Error('test over'));
       await cleanup();
