@@ -1,6 +1,6 @@
 import { CliError, type Command, intOption, parseOptions } from '../command.ts';
 
-const usage = `Usage: vtnode model-server --port P --emulate llama-server|ollama|mlx --tasks FILE [options]
+const usage = `Usage: vtnode model-server --port P --emulate llama-server|vllm|ollama|mlx --tasks FILE [options]
 
 An OpenAI-compatible model server for dry runs, drills, tests and benchmarks. It has no weights:
 its answers are scripted from the tasks' references, and it imitates a real server's endpoints,
@@ -9,7 +9,7 @@ usage fields, prompt cache and timing. Not for real generation.
 Options:
   --port P              TCP port (0 picks a free one; the URL is printed on stdout as JSON)
   --host H              interface to listen on (default 127.0.0.1)
-  --emulate KIND        llama-server | ollama | mlx (endpoints, cached_tokens vs timings)
+  --emulate KIND        llama-server | vllm | ollama | mlx (endpoints, usage, timings, what n does)
   --tasks FILE          tasks.jsonl whose prompts are recognised (references from workspace.root + target)
   --model ID            model id listed by /v1/models (repeatable; default vtnode-emulated-coder)
   --prefill-tps N       prompt tokens evaluated per second, uncached part only (default 1500)
@@ -17,6 +17,8 @@ Options:
   --time-scale X        multiplies every simulated duration (default 1; 0.01 = 100x faster)
   --cache-prompts C     prompts held in the LRU prompt cache (default 4)
   --concurrency N       requests processed at once; more wait (default 1)
+  --share-prefill on|off  a request waits for an identical prompt's running prefill instead of
+                        evaluating it again (default: as the emulated server: on for vllm, off else)
   --context N           context length reported by /props or /api/ps (default 32768)
   --script MODE         reference | mutants | garbage | truncate | mixed (default mixed)
   --fault SPEC          fault injection, comma-separated: error=0.1,hang=0.05,drop=0.05,garbage=0.1,
@@ -82,6 +84,7 @@ export const command: Command = {
         'time-scale': { type: 'string' },
         'cache-prompts': { type: 'string' },
         concurrency: { type: 'string' },
+        'share-prefill': { type: 'string' },
         context: { type: 'string' },
         script: { type: 'string' },
         fault: { type: 'string', multiple: true },
@@ -106,6 +109,9 @@ export const command: Command = {
         2,
       );
     if (values.tasks === undefined) throw new CliError(`--tasks is required\n\n${usage}`, 2);
+    const share = values['share-prefill'];
+    if (share !== undefined && share !== 'on' && share !== 'off')
+      throw new CliError(`--share-prefill must be on or off, got "${share}"`, 2);
     const port = intOption(values.port, 'port', 0);
     if (port > 65535) throw new CliError(`--port must be at most 65535, got ${port}`, 2);
     let faults: ReturnType<typeof Faults.parse>;
@@ -122,6 +128,7 @@ export const command: Command = {
       cachePrompts: intOption(values['cache-prompts'], 'cache-prompts', 4),
       concurrency: Math.max(1, intOption(values.concurrency, 'concurrency', 1)),
       context: Math.max(1, intOption(values.context, 'context', 32_768)),
+      ...(share !== undefined ? { sharePrefill: share === 'on' } : {}),
     };
     let tasks: Awaited<ReturnType<typeof readTasks>>;
     try {
