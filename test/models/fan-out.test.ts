@@ -27,7 +27,8 @@ describe('planFanOut', () => {
       { indices: [3, 4], seed: 50, n: 2 },
       { indices: [5, 6], seed: 3, n: 2 },
     ]);
-    for (const b of batches) b.indices.forEach((index, choice) => expect(b.seed + choice).toBe(seeds[index]));
+    for (const b of batches)
+      for (const [choice, index] of b.indices.entries()) expect(b.seed + choice).toBe(seeds[index]);
   });
 
   it('never batches repeated or descending seeds', () => {
