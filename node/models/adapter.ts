@@ -229,6 +229,19 @@ interface Response {
 
 const CHAT_PATH = '/v1/chat/completions';
 
+/** The body of one chat request: n only when above 1 (servers that predate n may refuse the field). */
+function requestBody(req: GenerateRequest, seed: number, n: number) {
+  return {
+    model: req.model,
+    messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
+    max_tokens: req.sampling.maxTokens,
+    seed,
+    ...(req.sampling.temperature !== undefined ? { temperature: req.sampling.temperature } : {}),
+    ...(req.sampling.topP !== undefined ? { top_p: req.sampling.topP } : {}),
+    ...(n > 1 ? { n } : {}),
+  };
+}
+
 /**
  * The answers of a non-streamed response. One object: its choices share its usage (summed over them).
  * Several (one choice each): each choice keeps its own usage; the request's usage is the first one's
@@ -333,6 +346,118 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     throw err;
   };
 
+  const timedOut = (cause?: unknown) =>
+    new ModelServerError(url, `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`, {
+      retryable: true,
+      ...(cause ? { cause } : {}),
+    });
+
+  /** A whole (not streamed) answer: one completion object, or llama-server's array of them. */
+  const readWhole = async (
+    client: OpenAI,
+    body: ReturnType<typeof requestBody>,
+    signal: AbortSignal,
+    started: number,
+  ): Promise<Response> => {
+    const raw: unknown = await client.chat.completions.create({ ...body, stream: false }, { signal });
+    const latencyMs = performance.now() - started;
+    let parsed: z.infer<typeof Completion> | z.infer<typeof CompletionArray>;
+    try {
+      // Parsed as the shape it has, so that an error names the field (a union would name none).
+      const where = `${url}${CHAT_PATH}`;
+      parsed = Array.isArray(raw)
+        ? parseWith(CompletionArray, raw, where)
+        : parseWith(Completion, raw, where);
+    } catch (err) {
+      return wrapParse(err);
+    }
+    const parts = Array.isArray(parsed) ? parsed : [parsed];
+    return { ...fromCompletions(parts), latencyMs, ttftMs: null, decodeMs: null };
+  };
+
+  /** A streamed answer of one choice, read to its end; `cutOff` says why a stream that ended early did. */
+  const readStream = async (
+    client: OpenAI,
+    body: ReturnType<typeof requestBody>,
+    signal: AbortSignal,
+    started: number,
+    cutOff: () => void,
+  ): Promise<Response> => {
+    const chunks = await client.chat.completions.create(
+      { ...body, stream: true, stream_options: { include_usage: true } },
+      { signal },
+    );
+    let text = '';
+    let finishReason: string | null = null;
+    let usage: z.infer<typeof Usage> | null = null;
+    let timings: z.infer<typeof Timings> | null = null;
+    let firstAt: number | null = null;
+    for await (const rawChunk of chunks) {
+      let chunk: z.infer<typeof Chunk>;
+      try {
+        chunk = parseWith(Chunk, rawChunk, `${url}${CHAT_PATH} (stream chunk)`);
+      } catch (err) {
+        return wrapParse(err);
+      }
+      for (const c of chunk.choices) {
+        const piece = c.delta?.content;
+        if (piece) {
+          firstAt ??= performance.now();
+          text += piece;
+        }
+        if (c.finish_reason) finishReason = c.finish_reason;
+      }
+      if (chunk.usage) usage = chunk.usage;
+      if (chunk.timings) timings = chunk.timings;
+    }
+    const ended = performance.now();
+    // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
+    cutOff();
+    if (finishReason === null)
+      throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended before a finish_reason (cut off?)`, {
+        retryable: true,
+      });
+    if (usage === null)
+      throw new ModelServerError(
+        url,
+        `POST ${CHAT_PATH}: stream ended without usage (stream_options.include_usage ignored?)`,
+      );
+    return {
+      answers: [{ text, finishReason, choice: 0, usage: null }],
+      usage,
+      timings,
+      latencyMs: ended - started,
+      ttftMs: firstAt === null ? null : firstAt - started,
+      decodeMs: firstAt === null ? null : ended - firstAt,
+    };
+  };
+
+  /** What a failed request was, as a ModelServerError: retryable when the server's (connection, timeout, 5xx, 429, 408). */
+  const toServerError = async (err: unknown): Promise<ModelServerError> => {
+    const { APIConnectionError, APIError, APIUserAbortError } = await loadOpenAI();
+    if (err instanceof ModelServerError) return err;
+    if (err instanceof APIUserAbortError) return timedOut(err);
+    if (err instanceof APIConnectionError)
+      return new ModelServerError(
+        url,
+        `POST ${CHAT_PATH}: connection failed: ${describeFetchError(err.cause ?? err)}`,
+        { retryable: true, cause: err },
+      );
+    if (err instanceof APIError) {
+      const status = err.status ?? 0;
+      return new ModelServerError(url, `POST ${CHAT_PATH}: HTTP ${status}: ${err.message}`, {
+        retryable: status >= 500 || status === 429 || status === 408,
+        status,
+        cause: err,
+      });
+    }
+    // Anything else (a body that is not JSON, a broken stream) is the server's fault, not ours.
+    return new ModelServerError(url, `POST ${CHAT_PATH}: unreadable response: ${(err as Error).message}`, {
+      retryable: false,
+      cause: err,
+    });
+  };
+
   /** One HTTP request, no retries. Throws ModelServerError (retryable or not) or AbortedError. */
   const requestOnce = async (req: GenerateRequest, seed: number, n: number): Promise<Response> => {
     if (downReason !== null) throw wentDown(downReason);
@@ -341,130 +466,24 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     running.add(down);
     const timeout = setTimeout(() => timer.abort(), requestTimeoutMs);
     const signal = AbortSignal.any([...(req.signal ? [req.signal] : []), timer.signal, down.signal]);
-    const body = {
-      model: req.model,
-      messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
-      max_tokens: req.sampling.maxTokens,
-      seed,
-      ...(req.sampling.temperature !== undefined ? { temperature: req.sampling.temperature } : {}),
-      ...(req.sampling.topP !== undefined ? { top_p: req.sampling.topP } : {}),
-      ...(n > 1 ? { n } : {}),
-    };
-    const client = await openClient();
-    const { APIConnectionError, APIError, APIUserAbortError } = await loadOpenAI();
-    const started = performance.now();
-    try {
-      if (!stream || n > 1) {
-        const raw: unknown = await client.chat.completions.create({ ...body, stream: false }, { signal });
-        const latencyMs = performance.now() - started;
-        let parsed: z.infer<typeof Completion> | z.infer<typeof CompletionArray>;
-        try {
-          // Parsed as the shape it has, so that an error names the field (a union would name none).
-          const where = `${url}${CHAT_PATH}`;
-          parsed = Array.isArray(raw)
-            ? parseWith(CompletionArray, raw, where)
-            : parseWith(Completion, raw, where);
-        } catch (err) {
-          return wrapParse(err);
-        }
-        return {
-          ...fromCompletions(Array.isArray(parsed) ? parsed : [parsed]),
-          latencyMs,
-          ttftMs: null,
-          decodeMs: null,
-        };
-      }
-      const chunks = await client.chat.completions.create(
-        { ...body, stream: true, stream_options: { include_usage: true } },
-        { signal },
-      );
-      let text = '';
-      let finishReason: string | null = null;
-      let usage: z.infer<typeof Usage> | null = null;
-      let timings: z.infer<typeof Timings> | null = null;
-      let firstAt: number | null = null;
-      for await (const rawChunk of chunks) {
-        let chunk: z.infer<typeof Chunk>;
-        try {
-          chunk = parseWith(Chunk, rawChunk, `${url}${CHAT_PATH} (stream chunk)`);
-        } catch (err) {
-          return wrapParse(err);
-        }
-        for (const c of chunk.choices) {
-          const piece = c.delta?.content;
-          if (piece) {
-            firstAt ??= performance.now();
-            text += piece;
-          }
-          if (c.finish_reason) finishReason = c.finish_reason;
-        }
-        if (chunk.usage) usage = chunk.usage;
-        if (chunk.timings) timings = chunk.timings;
-      }
-      const ended = performance.now();
-      // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
+    const cutOff = () => {
       if (req.signal?.aborted) throw new AbortedError();
       if (down.signal.aborted) throw wentDown(String(down.signal.reason));
-      if (timer.signal.aborted)
-        throw new ModelServerError(
-          url,
-          `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`,
-          {
-            retryable: true,
-          },
-        );
-      if (finishReason === null)
-        throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended before a finish_reason (cut off?)`, {
-          retryable: true,
-        });
-      if (usage === null)
-        throw new ModelServerError(
-          url,
-          `POST ${CHAT_PATH}: stream ended without usage (stream_options.include_usage ignored?)`,
-        );
-      return {
-        answers: [{ text, finishReason, choice: 0, usage: null }],
-        usage,
-        timings,
-        latencyMs: ended - started,
-        ttftMs: firstAt === null ? null : firstAt - started,
-        decodeMs: firstAt === null ? null : ended - firstAt,
-      };
+      if (timer.signal.aborted) throw timedOut();
+    };
+    const body = requestBody(req, seed, n);
+    const client = await openClient();
+    const started = performance.now();
+    try {
+      // n > 1 is never streamed: the choices' chunks would interleave, and usage is per request anyway.
+      if (!stream || n > 1) return await readWhole(client, body, signal, started);
+      return await readStream(client, body, signal, started, cutOff);
     } catch (err) {
       if (req.signal?.aborted) throw new AbortedError();
       if (down.signal.aborted) throw wentDown(String(down.signal.reason), err);
-      if (err instanceof ModelServerError || err instanceof AbortedError) throw err;
-      if (timer.signal.aborted || err instanceof APIUserAbortError)
-        throw new ModelServerError(
-          url,
-          `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`,
-          {
-            retryable: true,
-            cause: err,
-          },
-        );
-      if (err instanceof APIConnectionError)
-        throw new ModelServerError(
-          url,
-          `POST ${CHAT_PATH}: connection failed: ${describeFetchError(err.cause ?? err)}`,
-          {
-            retryable: true,
-            cause: err,
-          },
-        );
-      if (err instanceof APIError) {
-        const status = err.status ?? 0;
-        throw new ModelServerError(url, `POST ${CHAT_PATH}: HTTP ${status}: ${err.message}`, {
-          retryable: status >= 500 || status === 429 || status === 408,
-          status,
-          cause: err,
-        });
-      }
-      // Anything else (a body that is not JSON, a broken stream) is the server's fault, not ours.
-      throw new ModelServerError(url, `POST ${CHAT_PATH}: unreadable response: ${(err as Error).message}`, {
-        retryable: false,
-        cause: err,
-      });
+      if (err instanceof AbortedError) throw err;
+      if (timer.signal.aborted && !(err instanceof ModelServerError)) throw timedOut(err);
+      throw await toServerError(err);
     } finally {
       clearTimeout(timeout);
       running.delete(down);
