@@ -300,6 +300,63 @@ function channel<T>() {
 }
 
 /**
+ * The samples of one answered request: choice c is sample `batch.indices[c]` with seed `batch.seed + c`
+ * (how llama-server and vLLM seed their choices). Choices out of range or repeated are dropped (their
+ * samples are then missing, and sent again by the caller). Usage per choice: its own when the server
+ * reported one per choice, else its share of the request's completion tokens (fan-out.ts).
+ */
+function samplesOf(
+  server: string,
+  req: GenerateRequest,
+  batch: FanOutBatch,
+  response: Response,
+  attempts: number,
+  warm: WarmObservation,
+): Sample[] {
+  const { usage, timings } = response;
+  const cachedTokens = usage.prompt_tokens_details?.cached_tokens ?? timings?.cache_n ?? null;
+  const seen = new Set<number>();
+  const answers = [...response.answers]
+    .sort((a, b) => a.choice - b.choice)
+    .filter((a) => a.choice < batch.indices.length && !seen.has(a.choice) && seen.add(a.choice));
+  const split = splitCompletionTokens(
+    usage.completion_tokens,
+    answers.map((a) => ({ chars: a.text.length, truncated: a.finishReason === 'length' })),
+    req.sampling.maxTokens,
+  );
+  const decodeSeconds = response.decodeMs !== null ? response.decodeMs / 1000 : null;
+  return answers.map((a, i) => {
+    const completionTokens = a.usage?.completion_tokens ?? split[i]!;
+    const tokensPerSecond =
+      timings?.predicted_per_second ??
+      (decodeSeconds !== null && decodeSeconds > 0 && completionTokens > 1
+        ? (completionTokens - 1) / decodeSeconds
+        : completionTokens / Math.max(response.latencyMs / 1000, 0.001));
+    return {
+      index: batch.indices[a.choice]!,
+      seed: batch.seed + a.choice,
+      choice: a.choice,
+      model: req.model,
+      server,
+      text: a.text,
+      extract: extractCodeBlock(a.text),
+      finishReason: a.finishReason,
+      truncated: a.finishReason === 'length',
+      usage: {
+        promptTokens: a.usage?.prompt_tokens ?? usage.prompt_tokens,
+        completionTokens,
+        cachedTokens: a.usage?.prompt_tokens_details?.cached_tokens ?? cachedTokens,
+      },
+      warm,
+      latencyMs: response.latencyMs,
+      ttftMs: response.ttftMs,
+      tokensPerSecond,
+      attempts,
+    };
+  });
+}
+
+/**
  * An adapter for one OpenAI-compatible server, built on the `openai` client: k samples per prompt with
  * warm-then-fan-out, per-sample usage/timing/warmth, bounded queue, retries with backoff on
  * connection errors, timeouts and 5xx. Server errors become failed outcomes, never exceptions that
@@ -538,62 +595,6 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     return warm;
   };
 
-  /**
-   * The samples of one answered request: choice c is sample `batch.indices[c]` with seed `batch.seed + c`
-   * (how llama-server and vLLM seed their choices). Choices out of range or repeated are dropped (their
-   * samples are then missing, and sent again by the caller).
-   */
-  const toSamples = (
-    req: GenerateRequest,
-    prompt: string,
-    batch: FanOutBatch,
-    response: Response,
-    attempts: number,
-  ): Sample[] => {
-    const { usage, timings } = response;
-    const cachedTokens = usage.prompt_tokens_details?.cached_tokens ?? timings?.cache_n ?? null;
-    const warm = observeWarm(req, prompt, response);
-    const seen = new Set<number>();
-    const answers = [...response.answers]
-      .sort((a, b) => a.choice - b.choice)
-      .filter((a) => a.choice < batch.indices.length && !seen.has(a.choice) && seen.add(a.choice));
-    const split = splitCompletionTokens(
-      usage.completion_tokens,
-      answers.map((a) => ({ chars: a.text.length, truncated: a.finishReason === 'length' })),
-      req.sampling.maxTokens,
-    );
-    const decodeSeconds = response.decodeMs !== null ? response.decodeMs / 1000 : null;
-    return answers.map((a, i) => {
-      const completionTokens = a.usage?.completion_tokens ?? split[i]!;
-      const tokensPerSecond =
-        timings?.predicted_per_second ??
-        (decodeSeconds !== null && decodeSeconds > 0 && completionTokens > 1
-          ? (completionTokens - 1) / decodeSeconds
-          : completionTokens / Math.max(response.latencyMs / 1000, 0.001));
-      return {
-        index: batch.indices[a.choice]!,
-        seed: batch.seed + a.choice,
-        choice: a.choice,
-        model: req.model,
-        server: url,
-        text: a.text,
-        extract: extractCodeBlock(a.text),
-        finishReason: a.finishReason,
-        truncated: a.finishReason === 'length',
-        usage: {
-          promptTokens: a.usage?.prompt_tokens ?? usage.prompt_tokens,
-          completionTokens,
-          cachedTokens: a.usage?.prompt_tokens_details?.cached_tokens ?? cachedTokens,
-        },
-        warm,
-        latencyMs: response.latencyMs,
-        ttftMs: response.ttftMs,
-        tokensPerSecond,
-        attempts,
-      };
-    });
-  };
-
   /** Whether the server honours n, learned per server (null: ask with the next fan-out). */
   const support = N_SUPPORT[options.behaviour];
   let honoursN: boolean | null =
@@ -680,7 +681,9 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       for (const index of batch.indices) job.fail(index, err, attempts);
       return false;
     }
-    const samples = toSamples(job.req, job.prompt, batch, answered.response, answered.attempts);
+    const { response, attempts } = answered;
+    const warm = observeWarm(job.req, job.prompt, response);
+    const samples = samplesOf(url, job.req, batch, response, attempts, warm);
     for (const s of samples) job.deliver({ ok: true, ...s });
     if (batch.n > 1)
       learnN(samples.length === batch.n, `asked for n=${batch.n}, got ${samples.length} choices`);
