@@ -309,6 +309,36 @@ function choicesOf(kind: EmulateKind, body: ChatRequest, api: ChatApi): number {
   return api === 'ollama-native' || N_HANDLING[kind] === 'ignore' ? 1 : (body.n ?? 1);
 }
 
+/**
+ * llama-server's n: one slot per choice. The parent decodes its choice in its own slot and frees it;
+ * each child waits for a slot of its own (SLOT_STATE_WAIT_OTHER until the parent's prompt is done, then
+ * copy_state_to) and decodes with the prompt copied. The answer goes when every choice is done.
+ */
+async function decodeInSlots(a: Answer, slow: number, releaseParent: () => void): Promise<void> {
+  const { ctx, gone } = a;
+  const parent = (async () => {
+    try {
+      await pause(ctx.timing.decodeMs(a.choices[0]!.tokens, slow), gone);
+    } finally {
+      releaseParent();
+    }
+  })();
+  const children = a.choices.slice(1).map(async (c) => {
+    let free: (() => void) | null = null;
+    try {
+      free = await ctx.timing.acquireSlot(gone);
+      const stats = ctx.stats();
+      stats.maxRunning = Math.max(stats.maxRunning, ctx.timing.running);
+      await pause(ctx.timing.decodeMs(c.tokens, slow), gone);
+    } catch {
+      // the client went away while the child waited for a slot
+    } finally {
+      free?.();
+    }
+  });
+  await Promise.all([parent, ...children]);
+}
+
 /** Options of {@link answerInSlot}. */
 interface SlotRun {
   ctx: ChatContext;
@@ -378,7 +408,12 @@ async function answerInSlot({ ctx, body, res, api, slow }: SlotRun): Promise<voi
       id,
       created,
     };
-    if (!streaming) await answerWhole(answer, api);
+    if (!streaming && ctx.kind === 'llama-server' && n > 1) {
+      await decodeInSlots(answer, slow, release);
+      if (gone.signal.aborted) return;
+      completed(answer);
+      sendJson(res, 200, llamaServerResults(answer));
+    } else if (!streaming) await answerWhole(answer, api);
     else if (api === 'ollama-native') await streamOllama(answer);
     else await streamOpenAi(answer);
   } finally {

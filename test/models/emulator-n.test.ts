@@ -63,6 +63,7 @@ describe('the emulator and n, as each server does it', () => {
       }[];
     };
     expect(r.status).toBe(200);
+    expect(e.stats().maxRunning).toBe(2); // one slot per choice, as llama-server runs n's children
     expect(r.body.map((p) => p.choices[0]!.index)).toEqual([0, 1]);
     expect(r.body[1]!.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0); // the child copied the parent's prompt
     for (const [i, part] of r.body.entries()) {
