@@ -34,7 +34,7 @@ afterEach(async () => {
 });
 
 /** A server that answers chat requests with the given fixtures in turn, and keeps the request bodies. */
-async function replay(script: string[]) {
+async function replay(script: (string | Omit<Fixture, 'source' | 'request'>)[]) {
   const bodies: Record<string, unknown>[] = [];
   let next = 0;
   const server = createServer((req, res) => {
@@ -42,8 +42,8 @@ async function replay(script: string[]) {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       bodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
-      const name = script[Math.min(next++, script.length - 1)]!;
-      const f = fixture(name);
+      const entry = script[Math.min(next++, script.length - 1)]!;
+      const f = typeof entry === 'string' ? fixture(entry) : entry;
       if (f.sse) {
         res.writeHead(f.status, { 'content-type': 'text/event-stream' });
         for (const event of f.sse) res.write(`data: ${JSON.stringify(event)}\n\n`);
@@ -221,6 +221,63 @@ describe('the adapter on recorded server responses', () => {
       expect(first.attempts).toBe(1);
       expect(s.bodies).toHaveLength(1); // the second sample is not sent after the first failed
     }
+  });
+
+  describe('variants no server is known to send, handled all the same', () => {
+    const whole = fixture('vllm/n3.json').body as {
+      choices: { index: number; finish_reason: string }[];
+      usage: Record<string, unknown>;
+    };
+    const withChoices = (choices: typeof whole.choices) => ({ status: 200, body: { ...whole, choices } });
+
+    it('choices out of order are matched by their index', async () => {
+      const s = await replay(['vllm/single.json', withChoices([...whole.choices].reverse())]);
+      const { out } = await generate({ behaviour: 'vllm', concurrency: 4 }, s.url, 4, 16);
+      expect(oks(out).map((x) => [x.seed, x.choice, x.truncated])).toEqual([
+        [100, 0, false],
+        [101, 0, false],
+        [102, 1, true],
+        [103, 2, false],
+      ]);
+    });
+
+    it('n choices that all say index 0: one counts, the others are sent again, and n is not used again', async () => {
+      const s = await replay([
+        'vllm/single.json',
+        withChoices(whole.choices.map((c) => ({ ...c, index: 0 }))),
+        'vllm/single.json',
+      ]);
+      const { adapter, out } = await generate({ behaviour: 'vllm', concurrency: 4 }, s.url, 4, 16);
+      expect(oks(out).map((x) => x.seed)).toEqual([100, 101, 102, 103]);
+      expect(adapter.honoursN()).toBe(false);
+      expect(s.bodies.map((b) => b['n'])).toEqual([undefined, 3, undefined, undefined]);
+    });
+
+    it('a choice index beyond n is dropped, not mapped onto another sample', async () => {
+      const s = await replay([
+        'vllm/single.json',
+        withChoices(whole.choices.map((c, i) => ({ ...c, index: i === 2 ? 7 : i }))),
+        'vllm/single.json',
+      ]);
+      const { out } = await generate({ behaviour: 'vllm', concurrency: 4 }, s.url, 4, 16);
+      expect(oks(out).map((x) => [x.index, x.seed])).toEqual([
+        [0, 100],
+        [1, 101],
+        [2, 102],
+        [3, 103],
+      ]);
+      expect(s.bodies).toHaveLength(3);
+    });
+
+    it('an array answer with a bad part names the part and the field', async () => {
+      const parts = fixture('llama-server/n3-results.json').body as Record<string, unknown>[];
+      const broken = parts.map((p, i) => (i === 1 ? { ...p, usage: { prompt_tokens: 'many' } } : p));
+      const s = await replay(['llama-server/single.json', { status: 200, body: broken }]);
+      const { out } = await generate({ behaviour: 'llama-server', concurrency: 4, useN: true }, s.url, 4);
+      const bad = out.filter((o) => !o.ok);
+      expect(bad.map((o) => o.index)).toEqual([1, 2, 3]);
+      for (const o of bad) if (!o.ok) expect(o.error.message).toMatch(/1\.usage\.prompt_tokens/);
+    });
   });
 
   it('every fixture names where its shape comes from and parses', () => {
