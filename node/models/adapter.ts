@@ -555,7 +555,9 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     extraAttempts = retries,
   ): Promise<{ response: Response; attempts: number }> => {
     for (let attempt = 1; ; attempt++) {
-      const release = await slots.acquire(req.signal);
+      // One permit per choice: an n-request occupies n of the server's slots (llama-server runs a
+      // child per choice; vLLM batches n sequences), so load() and the other jobs see it.
+      const release = await slots.acquire(req.signal, n);
       try {
         return { response: await requestOnce(req, seed, n), attempts: attempt };
       } catch (err) {
