@@ -608,6 +608,7 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
           ? false
           : null;
   const maxN = Math.max(1, options.maxN ?? maxChoices(options.behaviour, concurrency));
+  let failedQuestions = 0; // requests with n > 1 that failed with a server error while n was unknown
   const learnN = (honours: boolean, why: string) => {
     if (honoursN === honours) return;
     log('%s: n %s (%s)', url, honours ? 'honoured' : 'not honoured, fanning out one request per sample', why);
@@ -675,8 +676,11 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     } catch (err) {
       if (err instanceof AbortedError) throw err;
       if (batch.n > 1 && (probing || refusedN(err))) {
-        learnN(false, (err as Error).message);
-        await fanOut(job, batch.indices);
+        // A refusal answers the question; a server error might be a hiccup: asked again next time, and
+        // the second such failure answers it (old llama-server's refusal is a 500).
+        const retryable = err instanceof ModelServerError && err.retryable;
+        if (!retryable || ++failedQuestions >= 2) learnN(false, (err as Error).message);
+        await fanOut(job, batch.indices, true);
         return true;
       }
       const attempts = (err as { attempts?: number }).attempts ?? 1;
@@ -691,13 +695,16 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       learnN(samples.length === batch.n, `asked for n=${batch.n}, got ${samples.length} choices`);
     const got = new Set(samples.map((s) => s.index));
     const missing = batch.indices.filter((i) => !got.has(i));
-    if (missing.length > 0) await fanOut(job, missing);
+    if (missing.length > 0) await fanOut(job, missing, true);
     return true;
   };
 
-  /** The fan-out: one n-request per run of consecutive seeds where n is honoured (or unknown), else one request per sample. */
-  const fanOut = async (job: Job, indices: number[]): Promise<void> => {
-    const batches = planFanOut(indices, job.seeds, honoursN !== false, maxN);
+  /**
+   * The fan-out: one n-request per run of consecutive seeds where n is honoured (or unknown), else (or
+   * `singly`: the samples an n-request did not bring) one request per sample.
+   */
+  const fanOut = async (job: Job, indices: number[], singly = false): Promise<void> => {
+    const batches = planFanOut(indices, job.seeds, !singly && honoursN !== false, maxN);
     await Promise.all(batches.map((b) => runBatch(job, b)));
   };
 
