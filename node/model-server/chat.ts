@@ -450,6 +450,7 @@ export async function handleChat(
   if (ctx.kind === 'llama-server' && api === 'openai' && (body.n ?? 1) > ctx.rates.concurrency)
     return fail(400, 'n_cmpl cannot be greater than the number of slots, please increase -np');
   ctx.stats().requests++;
+  ctx.stats().samples += choicesOf(ctx.kind, body, api);
   const fault = ctx.drawFault();
   if ('end' in fault) {
     ctx.stats().faults[fault.end]++;

@@ -62,6 +62,8 @@ export interface EmulatorOptions {
 /** Counters of what the emulator did, for tests and benchmarks. */
 export interface EmulatorStats {
   requests: number;
+  /** Choices asked for, counted as requests arrive: a request's n where the flavour honours n, else 1. */
+  samples: number;
   completed: number;
   faults: { drop: number; hang: number; error: number; garbage: number; slow: number };
   promptTokens: number;
@@ -95,6 +97,7 @@ export interface Emulator {
 function emptyStats(): EmulatorStats {
   return {
     requests: 0,
+    samples: 0,
     completed: 0,
     faults: { drop: 0, hang: 0, error: 0, garbage: 0, slow: 0 },
     promptTokens: 0,

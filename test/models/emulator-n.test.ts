@@ -50,6 +50,7 @@ describe('the emulator and n, as each server does it', () => {
     );
     expect(r.body.usage.completion_tokens).toBe(tokens);
     expect(e.stats().promptTokens).toBe(r.body.usage.prompt_tokens);
+    expect([e.stats().requests, e.stats().samples]).toEqual([1, 3]);
     expect((await probeServer(e.url)).behaviour).toBe('vllm');
   });
 
@@ -96,6 +97,7 @@ describe('the emulator and n, as each server does it', () => {
       };
       expect(r.status).toBe(200);
       expect(r.body.choices).toHaveLength(1);
+      expect([e.stats().requests, e.stats().samples]).toEqual([1, 1]);
     });
 });
 
