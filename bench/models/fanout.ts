@@ -1,5 +1,5 @@
 /**
- * Warm-then-fan-out vs. naive fan-out vs. sequential, on the emulated llama-server
+ * Warm-then-fan-out (k-1 requests, or one n = k-1 request) vs. naive fan-out vs. sequential, on the emulated llama-server
  * (`vtnode model-server` library, no weights): k samples of each task's 12k-token prompt.
  *
  *   npx node bench/models/fanout.ts [--tasks 12] [-k 8] [--concurrency 4] [--time-scale 0.002]
@@ -101,6 +101,24 @@ try {
     max_tokens: MAX_TOKENS,
   });
 
+  const viaAdapter = async (useN: boolean) => {
+    const adapter = createModelAdapter({
+      url: emulator.url,
+      behaviour: 'llama-server',
+      concurrency: CONC,
+      useN,
+    });
+    await pool(tasks, JOBS, async (t) => {
+      for await (const o of adapter.generate({
+        model: MODEL,
+        messages: t.messages,
+        k: K,
+        sampling: { maxTokens: MAX_TOKENS },
+      }))
+        if (!o.ok) throw o.error;
+    });
+  };
+
   const strategies: Record<string, () => Promise<void>> = {
     'naive fan-out (k at once)': async () => {
       await pool(tasks, JOBS, async (t) => {
@@ -112,18 +130,8 @@ try {
         for (let s = 0; s < K; s++) await client.chat.completions.create(body(t, s));
       });
     },
-    'warm then fan out (adapter)': async () => {
-      const adapter = createModelAdapter({ url: emulator.url, behaviour: 'llama-server', concurrency: CONC });
-      await pool(tasks, JOBS, async (t) => {
-        for await (const o of adapter.generate({
-          model: MODEL,
-          messages: t.messages,
-          k: K,
-          sampling: { maxTokens: MAX_TOKENS },
-        }))
-          if (!o.ok) throw o.error;
-      });
-    },
+    'warm then fan out (adapter)': () => viaAdapter(false),
+    'warm then n = k-1, at most the slots (adapter)': () => viaAdapter(true),
   };
 
   const rows: { name: string; wall: number; prefill: number; hit: number }[] = [];

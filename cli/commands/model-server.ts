@@ -2,13 +2,13 @@ import { CliError, type Command } from '../command.ts';
 import { commandLine, count, group, int, list, number, oneOf, port, positive, string } from '../options.ts';
 
 /** The servers `--emulate` imitates (node/model-server/flavours.ts's EmulateKind, which a test keeps equal). */
-export const EMULATE_KINDS = ['llama-server', 'ollama', 'mlx'] as const;
+export const EMULATE_KINDS = ['llama-server', 'vllm', 'ollama', 'mlx'] as const;
 
 /** The answer scripts (node/model-server/script.ts's ScriptMode, which a test keeps equal). */
 export const SCRIPT_MODES = ['reference', 'mutants', 'garbage', 'truncate', 'mixed'] as const;
 
 const line = commandLine({
-  prose: `Usage: vtnode model-server --port P --emulate llama-server|ollama|mlx --tasks FILE [options]
+  prose: `Usage: vtnode model-server --port P --emulate llama-server|vllm|ollama|mlx --tasks FILE [options]
 
 An OpenAI-compatible model server for dry runs, drills, tests and benchmarks. It has no weights:
 its answers are scripted from the tasks' references, and it imitates a real server's endpoints,
@@ -22,7 +22,7 @@ usage fields, prompt cache and timing. Not for real generation.`,
       }),
       host: string({ doc: 'interface to listen on', value: 'H', default: '127.0.0.1' }),
       emulate: oneOf(EMULATE_KINDS, {
-        doc: 'the server imitated (endpoints, cached_tokens vs timings)',
+        doc: 'the server imitated (endpoints, usage, timings, what n does)',
         value: 'KIND',
         required: true,
       }),
@@ -48,6 +48,9 @@ usage fields, prompt cache and timing. Not for real generation.`,
       }),
       'cache-prompts': count({ doc: 'prompts held in the LRU prompt cache', value: 'C', default: 4 }),
       concurrency: int({ doc: 'requests processed at once; more wait', min: 1, default: 1 }),
+      'share-prefill': oneOf(['on', 'off'] as const, {
+        doc: "a request waits for an identical prompt's running prefill instead of evaluating it again (default: as the emulated server: on for vllm, off else)",
+      }),
       context: int({ doc: 'context length reported by /props or /api/ps', min: 1, default: 32_768 }),
       script: oneOf(SCRIPT_MODES, { doc: 'what the answers are', value: 'MODE', default: 'mixed' }),
       fault: list({
@@ -114,6 +117,7 @@ export const command: Command = {
       cachePrompts: values['cache-prompts'],
       concurrency: values.concurrency,
       context: values.context,
+      ...(values['share-prefill'] !== undefined ? { sharePrefill: values['share-prefill'] === 'on' } : {}),
     };
     let tasks: Awaited<ReturnType<typeof readTasks>>;
     try {

@@ -2,8 +2,11 @@ import { AbortedError } from '../models/errors.ts';
 
 /** A counting semaphore with a FIFO wait queue and abortable waits. */
 export interface Semaphore {
-  /** Waits for a permit; resolves to its release function. Rejects with AbortedError if `signal` fires first. */
-  acquire(signal?: AbortSignal): Promise<() => void>;
+  /**
+   * Waits for `count` permits (default 1, at most all of them), taken at once in FIFO order; resolves to
+   * their release function. Rejects with AbortedError if `signal` fires first.
+   */
+  acquire(signal?: AbortSignal, count?: number): Promise<() => void>;
   /** Permits in use. */
   readonly running: number;
   /** Callers waiting for a permit. */
@@ -14,36 +17,42 @@ export interface Semaphore {
 
 export function createSemaphore(permits: number): Semaphore {
   let running = 0;
-  const queue: { grant: () => void }[] = [];
-  const releaser = () => {
+  const queue: { need: number; grant: () => void }[] = [];
+  /** Grants waiters in order while the first one's permits are free (a large request is never overtaken). */
+  const drain = () => {
+    while (queue.length > 0 && running + queue[0]!.need <= permits) queue.shift()!.grant();
+  };
+  const releaser = (need: number) => {
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      running--;
-      const next = queue.shift();
-      if (next) next.grant();
+      running -= need;
+      drain();
     };
   };
   return {
-    acquire(signal) {
+    acquire(signal, count = 1) {
       if (signal?.aborted) return Promise.reject(new AbortedError());
-      if (running < permits && queue.length === 0) {
-        running++;
-        return Promise.resolve(releaser());
+      const need = Math.max(1, Math.min(Math.floor(count), permits));
+      if (running + need <= permits && queue.length === 0) {
+        running += need;
+        return Promise.resolve(releaser(need));
       }
       return new Promise((resolve, reject) => {
         const entry = {
+          need,
           grant: () => {
             signal?.removeEventListener('abort', onAbort);
-            running++;
-            resolve(releaser());
+            running += need;
+            resolve(releaser(need));
           },
         };
         const onAbort = () => {
           const i = queue.indexOf(entry);
           if (i >= 0) queue.splice(i, 1);
           reject(new AbortedError());
+          drain(); // the ones behind it may fit now
         };
         signal?.addEventListener('abort', onAbort, { once: true });
         queue.push(entry);

@@ -6,7 +6,7 @@ import { ParseError, parseWith } from '../../protocol/parse.ts';
 import { pause } from '../async/sleep.ts';
 import type { EmulatorStats } from './emulator.ts';
 import { type FaultDraw, inflictFault } from './faults.ts';
-import { type EmulateKind, VERSIONS } from './flavours.ts';
+import { type EmulateKind, N_HANDLING, VERSIONS } from './flavours.ts';
 import { readBody, sendError, sendJson } from './http.ts';
 import { type ScriptedTask, type ScriptMode, scriptCandidate } from './script.ts';
 import {
@@ -130,8 +130,10 @@ function scriptChoices(
   maxTokens: number,
 ): Choice[] {
   const entry = ctx.tasks.get(promptKey) ?? null;
+  // Choice i is sampled with seed + i, as llama-server (add_child) and vLLM (ParentRequest) seed theirs:
+  // the same answer as a request of its own with that seed.
   return Array.from({ length: n }, (_, i) => {
-    const cand = scriptCandidate(ctx.script, entry, promptKey, seed, i, maxTokens);
+    const cand = scriptCandidate(ctx.script, entry, promptKey, seed + i, 0, maxTokens);
     ctx.stats().candidates[cand.kind]++;
     const limit = maxTokens * 4;
     const truncated = cand.text.length > limit;
@@ -168,6 +170,35 @@ function usageOf(a: Answer): Record<string, unknown> {
   };
   if (a.ctx.kind !== 'ollama') usage['prompt_tokens_details'] = { cached_tokens: a.prefill.cached };
   return usage;
+}
+
+/**
+ * llama-server's answer to n > 1 (not streamed): its handler sends one result per task, parent then
+ * children, as an array (`arr.size() == 1 ? arr[0] : arr`), each with one choice, its own usage and
+ * timings. The children copy the parent's evaluated prompt (copy_state_to), so they report it cached.
+ */
+function llamaServerResults(a: Answer) {
+  return a.choices.map((c, index) => {
+    const prefill: Prefill =
+      index === 0
+        ? a.prefill
+        : { hit: true, cached: a.promptTokens, evaluated: 0, prefillMs: 0, shared: false };
+    return {
+      id: a.id,
+      object: 'chat.completion',
+      created: a.created,
+      model: a.body.model,
+      system_fingerprint: systemFingerprint(a.ctx.kind),
+      choices: [{ index, message: { role: 'assistant', content: c.text }, finish_reason: c.finish }],
+      usage: {
+        prompt_tokens: a.promptTokens,
+        completion_tokens: c.tokens,
+        total_tokens: a.promptTokens + c.tokens,
+        prompt_tokens_details: { cached_tokens: prefill.cached },
+      },
+      timings: llamaTimings(prefill, c.tokens, a.decodeMs, a.ctx.rates),
+    };
+  });
 }
 
 const timingsOf = (a: Answer) =>
@@ -209,6 +240,8 @@ async function answerWhole(a: Answer, api: ChatApi): Promise<void> {
   if (a.gone.aborted) return;
   completed(a);
   if (api === 'ollama-native') return sendJson(a.res, 200, nativeLine(a, a.choices[0]!.text, true));
+  if (a.ctx.kind === 'llama-server' && a.choices.length > 1)
+    return sendJson(a.res, 200, llamaServerResults(a));
   const timings = timingsOf(a);
   sendJson(a.res, 200, {
     id: a.id,
@@ -271,6 +304,41 @@ async function streamOpenAi(a: Answer): Promise<void> {
   completed(a);
 }
 
+/** Choices a request gets: n where the server honours it, else one (Ollama, mlx_lm.server ignore n). */
+function choicesOf(kind: EmulateKind, body: ChatRequest, api: ChatApi): number {
+  return api === 'ollama-native' || N_HANDLING[kind] === 'ignore' ? 1 : (body.n ?? 1);
+}
+
+/**
+ * llama-server's n: one slot per choice. The parent decodes its choice in its own slot and frees it;
+ * each child waits for a slot of its own (SLOT_STATE_WAIT_OTHER until the parent's prompt is done, then
+ * copy_state_to) and decodes with the prompt copied. The answer goes when every choice is done.
+ */
+async function decodeInSlots(a: Answer, slow: number, releaseParent: () => void): Promise<void> {
+  const { ctx, gone } = a;
+  const parent = (async () => {
+    try {
+      await pause(ctx.timing.decodeMs(a.choices[0]!.tokens, slow), gone);
+    } finally {
+      releaseParent();
+    }
+  })();
+  const children = a.choices.slice(1).map(async (c) => {
+    let free: (() => void) | null = null;
+    try {
+      free = await ctx.timing.acquireSlot(gone);
+      const stats = ctx.stats();
+      stats.maxRunning = Math.max(stats.maxRunning, ctx.timing.running);
+      await pause(ctx.timing.decodeMs(c.tokens, slow), gone);
+    } catch {
+      // the client went away while the child waited for a slot
+    } finally {
+      free?.();
+    }
+  });
+  await Promise.all([parent, ...children]);
+}
+
 /** Options of {@link answerInSlot}. */
 interface SlotRun {
   ctx: ChatContext;
@@ -290,7 +358,7 @@ async function answerInSlot({ ctx, body, res, api, slow }: SlotRun): Promise<voi
   const promptKey = fingerprint(messages);
   const promptTokens = messages.reduce((n, m) => n + estimateTokens(m.content) + 4, 0);
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS;
-  const n = api === 'ollama-native' ? 1 : (body.n ?? 1);
+  const n = choicesOf(ctx.kind, body, api);
   const startedAt = performance.now();
   const seed = body.seed ?? ctx.nextSeed();
   const streaming = body.stream === true;
@@ -322,6 +390,7 @@ async function answerInSlot({ ctx, body, res, api, slow }: SlotRun): Promise<voi
     s.cachedTokens += prefill.cached;
     if (prefill.hit) s.cacheHits++;
     else s.cacheMisses++;
+    if (prefill.shared) s.sharedPrefills++;
     const choices = scriptChoices(ctx, promptKey, seed, n, maxTokens);
     const decodeTokens = Math.max(...choices.map((c) => c.tokens)); // choices decode as one batch
     const decodeMs = ctx.timing.decodeMs(decodeTokens, slow);
@@ -339,7 +408,12 @@ async function answerInSlot({ ctx, body, res, api, slow }: SlotRun): Promise<voi
       id,
       created,
     };
-    if (!streaming) await answerWhole(answer, api);
+    if (!streaming && ctx.kind === 'llama-server' && n > 1) {
+      await decodeInSlots(answer, slow, release);
+      if (gone.signal.aborted) return;
+      completed(answer);
+      sendJson(res, 200, llamaServerResults(answer));
+    } else if (!streaming) await answerWhole(answer, api);
     else if (api === 'ollama-native') await streamOllama(answer);
     else await streamOpenAi(answer);
   } finally {
@@ -372,7 +446,11 @@ export async function handleChat(
   }
   if (!ctx.models.includes(body.model))
     return fail(404, `model "${body.model}" not found, try pulling it first`, 'not_found_error');
+  // llama-server runs n's children in slots of their own: params_from_json_cmpl refuses more than it has.
+  if (ctx.kind === 'llama-server' && api === 'openai' && (body.n ?? 1) > ctx.rates.concurrency)
+    return fail(400, 'n_cmpl cannot be greater than the number of slots, please increase -np');
   ctx.stats().requests++;
+  ctx.stats().samples += choicesOf(ctx.kind, body, api);
   const fault = ctx.drawFault();
   if ('end' in fault) {
     ctx.stats().faults[fault.end]++;

@@ -14,6 +14,7 @@ import {
   flavourHeaders,
   modelList,
   notFound,
+  SHARES_INFLIGHT_PREFILL,
   VERSIONS,
 } from './flavours.ts';
 import { readBody, sendError, sendJson } from './http.ts';
@@ -48,6 +49,8 @@ export interface EmulatorOptions {
   cachePrompts?: number;
   /** Requests processed at once (llama-server slots); more wait in a queue. */
   concurrency?: number;
+  /** A request waits for an identical prompt's running prefill instead of evaluating it again (default: as the emulated server does, flavours.ts SHARES_INFLIGHT_PREFILL). */
+  sharePrefill?: boolean;
   /** Context length reported by the kind-specific endpoints. */
   context?: number;
   /** Where answers come from. */
@@ -59,6 +62,8 @@ export interface EmulatorOptions {
 /** Counters of what the emulator did, for tests and benchmarks. */
 export interface EmulatorStats {
   requests: number;
+  /** Choices asked for, counted as requests arrive: a request's n where the flavour honours n, else 1. */
+  samples: number;
   completed: number;
   faults: { drop: number; hang: number; error: number; garbage: number; slow: number };
   promptTokens: number;
@@ -67,6 +72,8 @@ export interface EmulatorStats {
   cachedTokens: number;
   cacheHits: number;
   cacheMisses: number;
+  /** Prefills a request did not run because it waited for another request's prefill of its prompt. */
+  sharedPrefills: number;
   completionTokens: number;
   truncated: number;
   maxRunning: number;
@@ -90,6 +97,7 @@ export interface Emulator {
 function emptyStats(): EmulatorStats {
   return {
     requests: 0,
+    samples: 0,
     completed: 0,
     faults: { drop: 0, hang: 0, error: 0, garbage: 0, slow: 0 },
     promptTokens: 0,
@@ -97,6 +105,7 @@ function emptyStats(): EmulatorStats {
     cachedTokens: 0,
     cacheHits: 0,
     cacheMisses: 0,
+    sharedPrefills: 0,
     completionTokens: 0,
     truncated: 0,
     maxRunning: 0,
@@ -112,6 +121,7 @@ function settle(options: EmulatorOptions) {
     timeScale: options.timeScale ?? 1,
     cachePrompts: options.cachePrompts ?? 4,
     concurrency: options.concurrency ?? 1,
+    sharePrefill: options.sharePrefill ?? SHARES_INFLIGHT_PREFILL[options.emulate],
   };
   if (!(rates.prefillTps > 0) || !(rates.decodeTps > 0))
     throw new Error('prefillTps and decodeTps must be positive');
@@ -200,6 +210,7 @@ export async function createEmulator(options: EmulatorOptions): Promise<Emulator
     concurrency: rates.concurrency,
     context,
     cachePrompts: rates.cachePrompts,
+    sharePrefill: rates.sharePrefill,
     prefillTps: rates.prefillTps,
     decodeTps: rates.decodeTps,
     timeScale: rates.timeScale,

@@ -5,14 +5,42 @@ import { EMULATOR_HEADER } from '../models/probe.ts';
 import { sendError, sendJson } from './http.ts';
 
 /** Server kinds the emulator imitates. */
-export const EmulateKind = z.enum(['llama-server', 'ollama', 'mlx']);
+export const EmulateKind = z.enum(['llama-server', 'vllm', 'ollama', 'mlx']);
 export type EmulateKind = z.infer<typeof EmulateKind>;
 
 /** The version each imitated server reports. */
 export const VERSIONS: Record<EmulateKind, string> = {
   'llama-server': 'b6500-emulated',
+  vllm: '0.11.0',
   ollama: '0.12.6',
   mlx: '0.28.0',
+};
+
+/**
+ * What each server does with `n > 1` on /v1/chat/completions (docs/model-servers.md has the code):
+ * `honour`: n choices from one prefill (llama-server since ggml-org/llama.cpp#17775, at most its slots;
+ * vLLM); `ignore`: one choice, no error (Ollama's ChatCompletionRequest has no `n`; mlx_lm.server never
+ * reads it).
+ */
+export const N_HANDLING: Record<EmulateKind, 'honour' | 'ignore'> = {
+  'llama-server': 'honour',
+  vllm: 'honour',
+  ollama: 'ignore',
+  mlx: 'ignore',
+};
+
+/**
+ * Whether a request whose prompt is being prefilled by another request waits for that prefill rather
+ * than evaluating it again: vLLM (v1 KVCacheManager.allocate_slots registers a request's full blocks in
+ * the prefix cache when they are scheduled, before the forward pass). llama-server's slots each
+ * evaluate their own prompt (its prompt cache holds finished prompts; only n's children share the
+ * parent's prefill); Ollama and mlx_lm.server cache finished prompts only.
+ */
+export const SHARES_INFLIGHT_PREFILL: Record<EmulateKind, boolean> = {
+  'llama-server': false,
+  vllm: true,
+  ollama: false,
+  mlx: false,
 };
 
 /** What a flavour's own endpoints show. */
@@ -34,6 +62,7 @@ export function flavourHeaders(kind: EmulateKind, res: ServerResponse): void {
   res.setHeader(EMULATOR_HEADER, kind);
   if (kind === 'mlx') res.setHeader('server', 'BaseHTTP/0.6 Python/3.12.8');
   if (kind === 'llama-server') res.setHeader('server', 'llama.cpp');
+  if (kind === 'vllm') res.setHeader('server', 'uvicorn');
 }
 
 /** A 404 the way each server words it. */
@@ -44,6 +73,8 @@ export function notFound(kind: EmulateKind, res: ServerResponse): void {
   } else if (kind === 'mlx') {
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end('Not Found');
+  } else if (kind === 'vllm') {
+    sendJson(res, 404, { detail: 'Not Found' }); // FastAPI's
   } else {
     sendError(res, 404, 'File Not Found', 'not_found_error');
   }
@@ -57,7 +88,8 @@ export function modelList(kind: EmulateKind, view: FlavourView) {
       id,
       object: 'model',
       created: Math.floor(view.started / 1000),
-      owned_by: kind === 'ollama' ? 'library' : kind === 'llama-server' ? 'llamacpp' : 'mlx',
+      owned_by: kind === 'ollama' ? 'library' : kind === 'llama-server' ? 'llamacpp' : kind,
+      ...(kind === 'vllm' ? { root: id, max_model_len: view.context } : {}),
     })),
   };
 }
@@ -126,6 +158,16 @@ function mlxGet(path: string, res: ServerResponse): boolean {
   return true;
 }
 
+/** vLLM's extras: /version and /health (an empty 200). Returns whether it answered. */
+function vllmGet(path: string, res: ServerResponse): boolean {
+  if (path === '/version') sendJson(res, 200, { version: VERSIONS.vllm });
+  else if (path === '/health') {
+    res.writeHead(200);
+    res.end();
+  } else return false;
+  return true;
+}
+
 /** Answers a GET on one of the flavour's own endpoints; returns false when the path is not one. */
 export function flavourGet(kind: EmulateKind, path: string, res: ServerResponse, view: FlavourView): boolean {
   switch (kind) {
@@ -135,5 +177,7 @@ export function flavourGet(kind: EmulateKind, path: string, res: ServerResponse,
       return ollamaGet(path, res, view);
     case 'mlx':
       return mlxGet(path, res);
+    case 'vllm':
+      return vllmGet(path, res);
   }
 }

@@ -19,6 +19,8 @@ export interface TimingOptions {
   cachePrompts: number;
   /** Requests processed at once (slots); more wait in a queue. */
   concurrency: number;
+  /** A request whose prompt another request is prefilling waits for that prefill instead of evaluating it again. */
+  sharePrefill?: boolean;
 }
 
 /** How a prompt was evaluated. */
@@ -31,6 +33,8 @@ export interface Prefill {
   evaluated: number;
   /** Simulated prefill time, ms. */
   prefillMs: number;
+  /** The prompt came from another request's prefill that was running when this one arrived. */
+  shared: boolean;
 }
 
 /** Slots, one compute engine shared by prefills, and the LRU prompt cache of one server. */
@@ -57,35 +61,74 @@ export interface TimingModel {
   clearCache(): void;
 }
 
+/** Waits for `p`, or rejects when `signal` fires first. */
+function abortable(p: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+  });
+}
+
 /** The cache/timing model of one emulated server. */
 export function createTimingModel(o: TimingOptions): TimingModel {
   const cache = createPromptCache(Math.max(0, o.cachePrompts));
   const slots = createSemaphore(Math.max(1, o.concurrency));
   const engine = createSemaphore(1);
+  const inflight = new Map<string, Promise<void>>(); // prompt -> its running prefill (sharePrefill)
   return {
     acquireSlot: (signal) => slots.acquire(signal),
     get running() {
       return slots.running;
     },
     async prefill(promptKey, promptTokens, slow, signal) {
+      let shared = false;
+      // Another request is evaluating this prompt now: wait for it (it may give up; then look again).
+      for (
+        let running = inflight.get(promptKey);
+        o.sharePrefill && running;
+        running = inflight.get(promptKey)
+      ) {
+        try {
+          await abortable(running, signal);
+        } catch {
+          return null;
+        }
+        shared = true;
+      }
       const hit = cache.hit(promptKey);
       const cached = hit ? Math.max(0, promptTokens - 1) : 0;
       const evaluated = promptTokens - cached;
       const prefillMs = (evaluated / o.prefillTps) * 1000 * o.timeScale * slow;
-      if (prefillMs > 0) {
-        let done: (() => void) | null = null;
-        try {
-          done = await engine.acquire(signal);
-          await pause(prefillMs, signal);
-        } catch {
-          return null;
-        } finally {
-          done?.();
+      let finish: (() => void) | null = null;
+      if (!hit && o.sharePrefill) {
+        inflight.set(promptKey, new Promise<void>((r) => (finish = r)));
+      }
+      try {
+        if (prefillMs > 0) {
+          let done: (() => void) | null = null;
+          try {
+            done = await engine.acquire(signal);
+            await pause(prefillMs, signal);
+          } catch {
+            return null;
+          } finally {
+            done?.();
+          }
+        }
+        if (signal.aborted) return null;
+        cache.add(promptKey);
+        return { hit, cached, evaluated, prefillMs, shared: shared && hit };
+      } finally {
+        if (finish) {
+          inflight.delete(promptKey);
+          (finish as () => void)();
         }
       }
-      if (signal.aborted) return null;
-      cache.add(promptKey);
-      return { hit, cached, evaluated, prefillMs };
     },
     decodeMs: (tokens, slow) => (tokens / o.decodeTps) * 1000 * o.timeScale * slow,
     cacheKeys: () => cache.keys(),

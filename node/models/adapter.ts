@@ -8,6 +8,7 @@ import { createSemaphore } from '../async/semaphore.ts';
 import { sleep } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import { AbortedError, ModelServerError, QueueFullError } from './errors.ts';
+import { type FanOutBatch, maxChoices, N_SUPPORT, planFanOut, splitCompletionTokens } from './fan-out.ts';
 import { describeFetchError } from './http.ts';
 import type { ServerBehaviour } from './probe.ts';
 import { classifyWarm, type WarmObservation, type WarmSet } from './warm.ts';
@@ -60,9 +61,12 @@ export interface SampleUsage {
 export interface Sample {
   /** Sample index within the job, 0..k-1. */
   index: number;
-  /** Seed sent with the request. With n=k batching, the batch's seed (see `choice`). */
+  /**
+   * The sample's seed. With `n`, choice i of a request sent with seed s (llama-server and vLLM sample
+   * it with s + i), so it is still this sample's own seed: the adapter batches only consecutive seeds.
+   */
   seed: number;
-  /** Choice index within its request (0 unless n=k batching was used). */
+  /** Choice index within its request (0 unless the request carried n > 1). */
   choice: number;
   model: string;
   /** Base URL of the server. */
@@ -114,8 +118,13 @@ export interface ModelAdapterOptions {
   retries?: number;
   /** First backoff, ms; doubles per retry, with jitter. */
   backoffMs?: number;
-  /** Use the n parameter for the fan-out (off by default; llama-server supports it since late 2025, vLLM always). */
-  useN?: boolean;
+  /**
+   * Use `n` for the fan-out: true, false, or 'auto' (default): from the server kind (fan-out.ts
+   * N_SUPPORT), and for llama-server by asking once (a request with n > 1 that returns n choices).
+   */
+  useN?: boolean | 'auto';
+  /** Most choices one request may carry (default: the slots for llama-server, which refuses more; 64 else). */
+  maxN?: number;
   /** Stream responses (time to first token). Default: true where the server reports no cached-token count. */
   stream?: boolean;
   /** The node's warm set, updated from every response. */
@@ -143,6 +152,8 @@ export interface ModelAdapter {
    * once and new ones fail unsent (not retryable): a hung server would hold them until requestTimeoutMs.
    */
   setDown(reason: string | null): void;
+  /** Whether this server honours `n`: true, false, or null while unknown (not asked yet). */
+  honoursN(): boolean | null;
 }
 
 /** Kinds that count cached prompt tokens in usage (or timings): no need to stream for timing. */
@@ -181,6 +192,12 @@ const Completion = z.looseObject({
   usage: Usage,
   timings: Timings.optional(),
 });
+/**
+ * A non-streamed answer: one completion object (every server; with n, vLLM puts all choices in it and
+ * sums completion_tokens), or an array of them, one choice each with its own usage and timings: what
+ * llama-server's handler sends when a request yields several results (`arr.size() == 1 ? arr[0] : arr`).
+ */
+const CompletionArray = z.array(Completion).min(1);
 const Chunk = z.looseObject({
   choices: z.array(
     z.looseObject({
@@ -198,6 +215,8 @@ interface Answer {
   text: string;
   finishReason: string;
   choice: number;
+  /** The choice's own usage, when the server reported one per choice (llama-server's array answer). */
+  usage: z.infer<typeof Usage> | null;
 }
 interface Response {
   answers: Answer[];
@@ -209,6 +228,43 @@ interface Response {
 }
 
 const CHAT_PATH = '/v1/chat/completions';
+
+/** The body of one chat request: n only when above 1 (servers that predate n may refuse the field). */
+function requestBody(req: GenerateRequest, seed: number, n: number) {
+  return {
+    model: req.model,
+    messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
+    max_tokens: req.sampling.maxTokens,
+    seed,
+    ...(req.sampling.temperature !== undefined ? { temperature: req.sampling.temperature } : {}),
+    ...(req.sampling.topP !== undefined ? { top_p: req.sampling.topP } : {}),
+    ...(n > 1 ? { n } : {}),
+  };
+}
+
+/**
+ * The answers of a non-streamed response. One object: its choices share its usage (summed over them).
+ * Several (one choice each): each choice keeps its own usage; the request's usage is the first one's
+ * prompt and cache (the parent's prefill) with the completions summed, as the OpenAI API reports it.
+ */
+function fromCompletions(
+  parts: z.infer<typeof Completion>[],
+): Pick<Response, 'answers' | 'usage' | 'timings'> {
+  const own = parts.length > 1;
+  const answers = parts.flatMap((p) =>
+    p.choices.map((c) => ({
+      text: c.message.content ?? '',
+      finishReason: c.finish_reason ?? 'unknown',
+      choice: c.index,
+      usage: own ? p.usage : null,
+    })),
+  );
+  const first = parts[0]!;
+  const usage = own
+    ? { ...first.usage, completion_tokens: parts.reduce((s, p) => s + p.usage.completion_tokens, 0) }
+    : first.usage;
+  return { answers, usage, timings: first.timings ?? null };
+}
 
 /** A push-based async iterator: producers push outcomes, the consumer awaits them in arrival order. */
 function channel<T>() {
@@ -241,6 +297,63 @@ function channel<T>() {
       }
     },
   };
+}
+
+/**
+ * The samples of one answered request: choice c is sample `batch.indices[c]` with seed `batch.seed + c`
+ * (how llama-server and vLLM seed their choices). Choices out of range or repeated are dropped (their
+ * samples are then missing, and sent again by the caller). Usage per choice: its own when the server
+ * reported one per choice, else its share of the request's completion tokens (fan-out.ts).
+ */
+function samplesOf(
+  server: string,
+  req: GenerateRequest,
+  batch: FanOutBatch,
+  response: Response,
+  attempts: number,
+  warm: WarmObservation,
+): Sample[] {
+  const { usage, timings } = response;
+  const cachedTokens = usage.prompt_tokens_details?.cached_tokens ?? timings?.cache_n ?? null;
+  const seen = new Set<number>();
+  const answers = [...response.answers]
+    .sort((a, b) => a.choice - b.choice)
+    .filter((a) => a.choice < batch.indices.length && !seen.has(a.choice) && seen.add(a.choice));
+  const split = splitCompletionTokens(
+    usage.completion_tokens,
+    answers.map((a) => ({ chars: a.text.length, truncated: a.finishReason === 'length' })),
+    req.sampling.maxTokens,
+  );
+  const decodeSeconds = response.decodeMs !== null ? response.decodeMs / 1000 : null;
+  return answers.map((a, i) => {
+    const completionTokens = a.usage?.completion_tokens ?? split[i]!;
+    const tokensPerSecond =
+      timings?.predicted_per_second ??
+      (decodeSeconds !== null && decodeSeconds > 0 && completionTokens > 1
+        ? (completionTokens - 1) / decodeSeconds
+        : completionTokens / Math.max(response.latencyMs / 1000, 0.001));
+    return {
+      index: batch.indices[a.choice]!,
+      seed: batch.seed + a.choice,
+      choice: a.choice,
+      model: req.model,
+      server,
+      text: a.text,
+      extract: extractCodeBlock(a.text),
+      finishReason: a.finishReason,
+      truncated: a.finishReason === 'length',
+      usage: {
+        promptTokens: a.usage?.prompt_tokens ?? usage.prompt_tokens,
+        completionTokens,
+        cachedTokens: a.usage?.prompt_tokens_details?.cached_tokens ?? cachedTokens,
+      },
+      warm,
+      latencyMs: response.latencyMs,
+      ttftMs: response.ttftMs,
+      tokensPerSecond,
+      attempts,
+    };
+  });
 }
 
 /**
@@ -290,6 +403,118 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     throw err;
   };
 
+  const timedOut = (cause?: unknown) =>
+    new ModelServerError(url, `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`, {
+      retryable: true,
+      ...(cause ? { cause } : {}),
+    });
+
+  /** A whole (not streamed) answer: one completion object, or llama-server's array of them. */
+  const readWhole = async (
+    client: OpenAI,
+    body: ReturnType<typeof requestBody>,
+    signal: AbortSignal,
+    started: number,
+  ): Promise<Response> => {
+    const raw: unknown = await client.chat.completions.create({ ...body, stream: false }, { signal });
+    const latencyMs = performance.now() - started;
+    let parsed: z.infer<typeof Completion> | z.infer<typeof CompletionArray>;
+    try {
+      // Parsed as the shape it has, so that an error names the field (a union would name none).
+      const where = `${url}${CHAT_PATH}`;
+      parsed = Array.isArray(raw)
+        ? parseWith(CompletionArray, raw, where)
+        : parseWith(Completion, raw, where);
+    } catch (err) {
+      return wrapParse(err);
+    }
+    const parts = Array.isArray(parsed) ? parsed : [parsed];
+    return { ...fromCompletions(parts), latencyMs, ttftMs: null, decodeMs: null };
+  };
+
+  /** A streamed answer of one choice, read to its end; `cutOff` says why a stream that ended early did. */
+  const readStream = async (
+    client: OpenAI,
+    body: ReturnType<typeof requestBody>,
+    signal: AbortSignal,
+    started: number,
+    cutOff: () => void,
+  ): Promise<Response> => {
+    const chunks = await client.chat.completions.create(
+      { ...body, stream: true, stream_options: { include_usage: true } },
+      { signal },
+    );
+    let text = '';
+    let finishReason: string | null = null;
+    let usage: z.infer<typeof Usage> | null = null;
+    let timings: z.infer<typeof Timings> | null = null;
+    let firstAt: number | null = null;
+    for await (const rawChunk of chunks) {
+      let chunk: z.infer<typeof Chunk>;
+      try {
+        chunk = parseWith(Chunk, rawChunk, `${url}${CHAT_PATH} (stream chunk)`);
+      } catch (err) {
+        return wrapParse(err);
+      }
+      for (const c of chunk.choices) {
+        const piece = c.delta?.content;
+        if (piece) {
+          firstAt ??= performance.now();
+          text += piece;
+        }
+        if (c.finish_reason) finishReason = c.finish_reason;
+      }
+      if (chunk.usage) usage = chunk.usage;
+      if (chunk.timings) timings = chunk.timings;
+    }
+    const ended = performance.now();
+    // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
+    cutOff();
+    if (finishReason === null)
+      throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended before a finish_reason (cut off?)`, {
+        retryable: true,
+      });
+    if (usage === null)
+      throw new ModelServerError(
+        url,
+        `POST ${CHAT_PATH}: stream ended without usage (stream_options.include_usage ignored?)`,
+      );
+    return {
+      answers: [{ text, finishReason, choice: 0, usage: null }],
+      usage,
+      timings,
+      latencyMs: ended - started,
+      ttftMs: firstAt === null ? null : firstAt - started,
+      decodeMs: firstAt === null ? null : ended - firstAt,
+    };
+  };
+
+  /** What a failed request was, as a ModelServerError: retryable when the server's (connection, timeout, 5xx, 429, 408). */
+  const toServerError = async (err: unknown): Promise<ModelServerError> => {
+    const { APIConnectionError, APIError, APIUserAbortError } = await loadOpenAI();
+    if (err instanceof ModelServerError) return err;
+    if (err instanceof APIUserAbortError) return timedOut(err);
+    if (err instanceof APIConnectionError)
+      return new ModelServerError(
+        url,
+        `POST ${CHAT_PATH}: connection failed: ${describeFetchError(err.cause ?? err)}`,
+        { retryable: true, cause: err },
+      );
+    if (err instanceof APIError) {
+      const status = err.status ?? 0;
+      return new ModelServerError(url, `POST ${CHAT_PATH}: HTTP ${status}: ${err.message}`, {
+        retryable: status >= 500 || status === 429 || status === 408,
+        status,
+        cause: err,
+      });
+    }
+    // Anything else (a body that is not JSON, a broken stream) is the server's fault, not ours.
+    return new ModelServerError(url, `POST ${CHAT_PATH}: unreadable response: ${(err as Error).message}`, {
+      retryable: false,
+      cause: err,
+    });
+  };
+
   /** One HTTP request, no retries. Throws ModelServerError (retryable or not) or AbortedError. */
   const requestOnce = async (req: GenerateRequest, seed: number, n: number): Promise<Response> => {
     if (downReason !== null) throw wentDown(downReason);
@@ -298,132 +523,24 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     running.add(down);
     const timeout = setTimeout(() => timer.abort(), requestTimeoutMs);
     const signal = AbortSignal.any([...(req.signal ? [req.signal] : []), timer.signal, down.signal]);
-    const body = {
-      model: req.model,
-      messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
-      max_tokens: req.sampling.maxTokens,
-      seed,
-      ...(req.sampling.temperature !== undefined ? { temperature: req.sampling.temperature } : {}),
-      ...(req.sampling.topP !== undefined ? { top_p: req.sampling.topP } : {}),
-      ...(n > 1 ? { n } : {}),
-    };
-    const client = await openClient();
-    const { APIConnectionError, APIError, APIUserAbortError } = await loadOpenAI();
-    const started = performance.now();
-    try {
-      if (!stream || n > 1) {
-        const raw: unknown = await client.chat.completions.create({ ...body, stream: false }, { signal });
-        const latencyMs = performance.now() - started;
-        let parsed: z.infer<typeof Completion>;
-        try {
-          parsed = parseWith(Completion, raw, `${url}${CHAT_PATH}`);
-        } catch (err) {
-          return wrapParse(err);
-        }
-        return {
-          answers: parsed.choices.map((c) => ({
-            text: c.message.content ?? '',
-            finishReason: c.finish_reason ?? 'unknown',
-            choice: c.index,
-          })),
-          usage: parsed.usage,
-          timings: parsed.timings ?? null,
-          latencyMs,
-          ttftMs: null,
-          decodeMs: null,
-        };
-      }
-      const chunks = await client.chat.completions.create(
-        { ...body, stream: true, stream_options: { include_usage: true } },
-        { signal },
-      );
-      let text = '';
-      let finishReason: string | null = null;
-      let usage: z.infer<typeof Usage> | null = null;
-      let timings: z.infer<typeof Timings> | null = null;
-      let firstAt: number | null = null;
-      for await (const rawChunk of chunks) {
-        let chunk: z.infer<typeof Chunk>;
-        try {
-          chunk = parseWith(Chunk, rawChunk, `${url}${CHAT_PATH} (stream chunk)`);
-        } catch (err) {
-          return wrapParse(err);
-        }
-        for (const c of chunk.choices) {
-          const piece = c.delta?.content;
-          if (piece) {
-            firstAt ??= performance.now();
-            text += piece;
-          }
-          if (c.finish_reason) finishReason = c.finish_reason;
-        }
-        if (chunk.usage) usage = chunk.usage;
-        if (chunk.timings) timings = chunk.timings;
-      }
-      const ended = performance.now();
-      // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
+    const cutOff = () => {
       if (req.signal?.aborted) throw new AbortedError();
       if (down.signal.aborted) throw wentDown(String(down.signal.reason));
-      if (timer.signal.aborted)
-        throw new ModelServerError(
-          url,
-          `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`,
-          {
-            retryable: true,
-          },
-        );
-      if (finishReason === null)
-        throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended before a finish_reason (cut off?)`, {
-          retryable: true,
-        });
-      if (usage === null)
-        throw new ModelServerError(
-          url,
-          `POST ${CHAT_PATH}: stream ended without usage (stream_options.include_usage ignored?)`,
-        );
-      return {
-        answers: [{ text, finishReason, choice: 0 }],
-        usage,
-        timings,
-        latencyMs: ended - started,
-        ttftMs: firstAt === null ? null : firstAt - started,
-        decodeMs: firstAt === null ? null : ended - firstAt,
-      };
+      if (timer.signal.aborted) throw timedOut();
+    };
+    const body = requestBody(req, seed, n);
+    const client = await openClient();
+    const started = performance.now();
+    try {
+      // n > 1 is never streamed: the choices' chunks would interleave, and usage is per request anyway.
+      if (!stream || n > 1) return await readWhole(client, body, signal, started);
+      return await readStream(client, body, signal, started, cutOff);
     } catch (err) {
       if (req.signal?.aborted) throw new AbortedError();
       if (down.signal.aborted) throw wentDown(String(down.signal.reason), err);
-      if (err instanceof ModelServerError || err instanceof AbortedError) throw err;
-      if (timer.signal.aborted || err instanceof APIUserAbortError)
-        throw new ModelServerError(
-          url,
-          `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`,
-          {
-            retryable: true,
-            cause: err,
-          },
-        );
-      if (err instanceof APIConnectionError)
-        throw new ModelServerError(
-          url,
-          `POST ${CHAT_PATH}: connection failed: ${describeFetchError(err.cause ?? err)}`,
-          {
-            retryable: true,
-            cause: err,
-          },
-        );
-      if (err instanceof APIError) {
-        const status = err.status ?? 0;
-        throw new ModelServerError(url, `POST ${CHAT_PATH}: HTTP ${status}: ${err.message}`, {
-          retryable: status >= 500 || status === 429 || status === 408,
-          status,
-          cause: err,
-        });
-      }
-      // Anything else (a body that is not JSON, a broken stream) is the server's fault, not ours.
-      throw new ModelServerError(url, `POST ${CHAT_PATH}: unreadable response: ${(err as Error).message}`, {
-        retryable: false,
-        cause: err,
-      });
+      if (err instanceof AbortedError) throw err;
+      if (timer.signal.aborted && !(err instanceof ModelServerError)) throw timedOut(err);
+      throw await toServerError(err);
     } finally {
       clearTimeout(timeout);
       running.delete(down);
@@ -435,13 +552,16 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     req: GenerateRequest,
     seed: number,
     n: number,
+    extraAttempts = retries,
   ): Promise<{ response: Response; attempts: number }> => {
     for (let attempt = 1; ; attempt++) {
-      const release = await slots.acquire(req.signal);
+      // One permit per choice: an n-request occupies n of the server's slots (llama-server runs a
+      // child per choice; vLLM batches n sequences), so load() and the other jobs see it.
+      const release = await slots.acquire(req.signal, n);
       try {
         return { response: await requestOnce(req, seed, n), attempts: attempt };
       } catch (err) {
-        if (!(err instanceof ModelServerError) || !err.retryable || attempt > retries) {
+        if (!(err instanceof ModelServerError) || !err.retryable || attempt > extraAttempts) {
           if (err instanceof ModelServerError || err instanceof Error)
             (err as Error & { attempts?: number }).attempts = attempt;
           throw err;
@@ -455,16 +575,9 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
     }
   };
 
-  const toSamples = (
-    req: GenerateRequest,
-    prompt: string,
-    indices: number[],
-    seeds: number[],
-    response: Response,
-    attempts: number,
-  ): Sample[] => {
+  /** What the response showed about the prompt cache; updates the cold baseline and the warm set. */
+  const observeWarm = (req: GenerateRequest, prompt: string, response: Response): WarmObservation => {
     const { usage, timings } = response;
-    const cachedTokens = usage.prompt_tokens_details?.cached_tokens ?? timings?.cache_n ?? null;
     const coldRate = coldRates.get(req.model) ?? null;
     const warm = classifyWarm({
       promptTokens: usage.prompt_tokens,
@@ -481,36 +594,141 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       if (coldRate === null || rate < coldRate) coldRates.set(req.model, rate);
     }
     options.warm?.observe(prompt, req.model, warm.warm);
-    const totalChars = response.answers.reduce((s, a) => s + a.text.length, 0) || 1;
-    return response.answers.slice(0, indices.length).map((a, i) => {
-      const completionTokens =
-        response.answers.length === 1
-          ? usage.completion_tokens
-          : Math.round((usage.completion_tokens * a.text.length) / totalChars);
-      const decodeSeconds = response.decodeMs !== null ? response.decodeMs / 1000 : null;
-      const tokensPerSecond =
-        timings?.predicted_per_second ??
-        (decodeSeconds !== null && decodeSeconds > 0 && completionTokens > 1
-          ? (completionTokens - 1) / decodeSeconds
-          : completionTokens / Math.max(response.latencyMs / 1000, 0.001));
-      return {
-        index: indices[i]!,
-        seed: seeds[i]!,
-        choice: a.choice,
-        model: req.model,
-        server: url,
-        text: a.text,
-        extract: extractCodeBlock(a.text),
-        finishReason: a.finishReason,
-        truncated: a.finishReason === 'length',
-        usage: { promptTokens: usage.prompt_tokens, completionTokens, cachedTokens },
-        warm,
-        latencyMs: response.latencyMs,
-        ttftMs: response.ttftMs,
-        tokensPerSecond,
+    return warm;
+  };
+
+  /** Whether the server honours n, learned per server (null: ask with the next fan-out). */
+  const support = N_SUPPORT[options.behaviour];
+  let honoursN: boolean | null =
+    options.useN === true || options.useN === false
+      ? options.useN
+      : support === 'yes'
+        ? true
+        : support === 'no'
+          ? false
+          : null;
+  const maxN = Math.max(1, options.maxN ?? maxChoices(options.behaviour, concurrency));
+  let failedQuestions = 0; // requests with n > 1 that failed with a server error while n was unknown
+  const learnN = (honours: boolean, why: string) => {
+    if (honoursN === honours) return;
+    log('%s: n %s (%s)', url, honours ? 'honoured' : 'not honoured, fanning out one request per sample', why);
+    honoursN = honours;
+  };
+  /** A request with n > 1 refused as a bad request (llama-server: "n_cmpl cannot be greater than the number of slots"). */
+  const refusedN = (err: unknown) =>
+    err instanceof ModelServerError && (err.status === 400 || err.status === 422);
+
+  /** The bookkeeping of one job: its seeds, its share of the queue, and where its outcomes go. */
+  const startJob = (req: GenerateRequest) => {
+    // A job holds at most `concurrency` of its requests in flight (the rest wait their turn here), so
+    // it reserves that share of the queue, not all k: a job of k = 200 fits a queue of 64.
+    const share = Math.min(req.k, concurrency);
+    if (reserved + share > maxQueued) throw new QueueFullError(url, share, reserved, maxQueued);
+    reserved += share;
+    const settled = new Set<number>();
+    const held = () => Math.min(share, req.k - settled.size);
+    const settle = (index: number) => {
+      if (settled.has(index)) return;
+      const before = held();
+      settled.add(index);
+      reserved -= before - held();
+    };
+    const seeds = req.seeds ?? Array.from({ length: req.k }, (_, i) => (req.seedBase ?? 0) + i);
+    const prompt =
+      req.promptFingerprint ?? fingerprint(req.messages.map((m) => ({ role: m.role, content: m.content })));
+    const out = channel<SampleOutcome>();
+    const deliver = (outcome: SampleOutcome) => {
+      out.push(outcome);
+      settle(outcome.index);
+    };
+    const fail = (index: number, err: unknown, attempts: number) => {
+      const error = err instanceof Error ? err : new Error(String(err));
+      deliver({
+        ok: false,
+        index,
+        seed: seeds[index]!,
+        error,
+        retryable: error instanceof ModelServerError ? error.retryable : false,
         attempts,
-      };
-    });
+      });
+    };
+    const settleAll = () => {
+      for (let i = 0; i < req.k; i++) settle(i);
+    };
+    return { req, seeds, prompt, out, deliver, fail, settleAll };
+  };
+  type Job = ReturnType<typeof startJob>;
+
+  /**
+   * Sends one request of a job and delivers its samples. A request with n > 1 that comes back with
+   * fewer choices (the server ignored n), is refused as a bad request, or fails while n is still unknown
+   * teaches that this server does not honour n, and its missing samples go out again one request each;
+   * any other failure fails its samples (retryable when the server's: re-placed, never scored).
+   * Resolves to whether the request succeeded.
+   */
+  const runBatch = async (job: Job, batch: FanOutBatch): Promise<boolean> => {
+    // Asking whether n is honoured takes one attempt: llama-server before #17775 refused n > 1 with a
+    // 500 ("Only one completion choice is allowed"), which retries would only repeat.
+    const probing = batch.n > 1 && honoursN === null;
+    let answered: { response: Response; attempts: number };
+    try {
+      answered = await requestWithRetries(job.req, batch.seed, batch.n, probing ? 0 : retries);
+    } catch (err) {
+      if (err instanceof AbortedError) throw err;
+      if (batch.n > 1 && (probing || refusedN(err))) {
+        // A refusal answers the question; a server error might be a hiccup: asked again next time, and
+        // the second such failure answers it (old llama-server's refusal is a 500).
+        const retryable = err instanceof ModelServerError && err.retryable;
+        if (!retryable || ++failedQuestions >= 2) learnN(false, (err as Error).message);
+        await fanOut(job, batch.indices, true);
+        return true;
+      }
+      const attempts = (err as { attempts?: number }).attempts ?? 1;
+      for (const index of batch.indices) job.fail(index, err, attempts);
+      return false;
+    }
+    const { response, attempts } = answered;
+    const warm = observeWarm(job.req, job.prompt, response);
+    const samples = samplesOf(url, job.req, batch, response, attempts, warm);
+    for (const s of samples) job.deliver({ ok: true, ...s });
+    if (batch.n > 1)
+      learnN(samples.length === batch.n, `asked for n=${batch.n}, got ${samples.length} choices`);
+    const got = new Set(samples.map((s) => s.index));
+    const missing = batch.indices.filter((i) => !got.has(i));
+    if (missing.length > 0) await fanOut(job, missing, true);
+    return true;
+  };
+
+  /**
+   * The fan-out: one n-request per run of consecutive seeds where n is honoured (or unknown), else (or
+   * `singly`: the samples an n-request did not bring) one request per sample.
+   */
+  const fanOut = async (job: Job, indices: number[], singly = false): Promise<void> => {
+    const batches = planFanOut(indices, job.seeds, !singly && honoursN !== false, maxN);
+    await Promise.all(batches.map((b) => runBatch(job, b)));
+  };
+
+  /** Warm, then fan out: the first request alone, so the prompt is evaluated once. */
+  const runJob = async (job: Job): Promise<void> => {
+    const firstOk = await runBatch(job, { indices: [0], seed: job.seeds[0]!, n: 1 });
+    const rest = Array.from({ length: job.req.k - 1 }, (_, i) => i + 1);
+    if (rest.length === 0) return;
+    if (!firstOk) {
+      // The server just failed this prompt after its retries: do not hammer it k-1 more times.
+      const last = new ModelServerError(url, "skipped: the job's first request failed", { retryable: true });
+      for (const index of rest) job.fail(index, last, 0);
+      return;
+    }
+    await fanOut(job, rest);
+  };
+
+  const validate = (req: GenerateRequest) => {
+    if (!Number.isInteger(req.k) || req.k < 1)
+      throw new RangeError(`k must be a positive integer, got ${req.k}`);
+    if (!Number.isInteger(req.sampling.maxTokens) || req.sampling.maxTokens < 1)
+      throw new RangeError(`sampling.maxTokens must be a positive integer, got ${req.sampling.maxTokens}`);
+    if (req.seeds && req.seeds.length !== req.k)
+      throw new RangeError(`seeds has ${req.seeds.length} entries, expected k = ${req.k}`);
   };
 
   return {
@@ -524,99 +742,18 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       downReason = reason;
       if (reason !== null) for (const r of running) r.abort(reason);
     },
+    honoursN: () => honoursN,
     generate(req) {
-      if (!Number.isInteger(req.k) || req.k < 1)
-        throw new RangeError(`k must be a positive integer, got ${req.k}`);
-      if (!Number.isInteger(req.sampling.maxTokens) || req.sampling.maxTokens < 1)
-        throw new RangeError(`sampling.maxTokens must be a positive integer, got ${req.sampling.maxTokens}`);
-      if (req.seeds && req.seeds.length !== req.k)
-        throw new RangeError(`seeds has ${req.seeds.length} entries, expected k = ${req.k}`);
-      // A job holds at most `concurrency` of its requests in flight (the rest wait their turn here), so
-      // it reserves that share of the queue, not all k: a job of k = 200 fits a queue of 64.
-      const share = Math.min(req.k, concurrency);
-      if (reserved + share > maxQueued) throw new QueueFullError(url, share, reserved, maxQueued);
-      reserved += share;
-      const settled = new Set<number>();
-      const held = () => Math.min(share, req.k - settled.size);
-      const settle = (indices: number[]) => {
-        for (const i of indices) {
-          if (settled.has(i)) continue;
-          const before = held();
-          settled.add(i);
-          reserved -= before - held();
-        }
-      };
-      const seeds = req.seeds ?? Array.from({ length: req.k }, (_, i) => (req.seedBase ?? 0) + i);
-      const prompt =
-        req.promptFingerprint ?? fingerprint(req.messages.map((m) => ({ role: m.role, content: m.content })));
-      const out = channel<SampleOutcome>();
-      const fail = (index: number, err: unknown, attempts: number) => {
-        const error = err instanceof Error ? err : new Error(String(err));
-        out.push({
-          ok: false,
-          index,
-          seed: seeds[index]!,
-          error,
-          retryable: error instanceof ModelServerError ? error.retryable : false,
-          attempts,
-        });
-      };
-      const run = async (indices: number[], n: number) => {
-        try {
-          const { response, attempts } = await requestWithRetries(req, seeds[indices[0]!]!, n);
-          const samples = toSamples(
-            req,
-            prompt,
-            indices,
-            n > 1 ? indices.map(() => seeds[indices[0]!]!) : [seeds[indices[0]!]!],
-            response,
-            attempts,
-          );
-          for (const s of samples) out.push({ ok: true, ...s });
-          // A server that returned fewer choices than asked for: the rest failed.
-          for (const index of indices.slice(samples.length))
-            fail(
-              index,
-              new ModelServerError(url, `POST ${CHAT_PATH}: asked for n=${n}, got ${samples.length} choices`),
-              attempts,
-            );
-          return true;
-        } catch (err) {
-          if (err instanceof AbortedError) throw err;
-          const attempts = (err as { attempts?: number }).attempts ?? 1;
-          for (const index of indices) fail(index, err, attempts);
-          return false;
-        } finally {
-          settle(indices);
-        }
-      };
-      (async () => {
-        try {
-          // Warm: the first request alone, so the prompt is evaluated once.
-          const firstOk = await run([0], 1);
-          const rest = Array.from({ length: req.k - 1 }, (_, i) => i + 1);
-          if (rest.length === 0) return;
-          if (!firstOk) {
-            // The server just failed this prompt after its retries: do not hammer it k-1 more times.
-            const last = new ModelServerError(url, "skipped: the job's first request failed", {
-              retryable: true,
-            });
-            for (const index of rest) fail(index, last, 0);
-            settle(rest);
-            return;
-          }
-          // Fan out: n=k-1 in one request where supported, else k-1 requests up to the concurrency.
-          if (options.useN) await run(rest, rest.length);
-          else await Promise.all(rest.map((i) => run([i], 1)));
-        } catch (err) {
-          settle(Array.from({ length: req.k }, (_, i) => i));
-          out.close(err);
-          return;
-        } finally {
-          out.close();
-        }
-      })();
-      return { [Symbol.asyncIterator]: () => out.drain() };
+      validate(req);
+      const job = startJob(req);
+      runJob(job).then(
+        () => job.out.close(),
+        (err) => {
+          job.settleAll();
+          job.out.close(err);
+        },
+      );
+      return { [Symbol.asyncIterator]: () => job.out.drain() };
     },
   };
 }

@@ -103,7 +103,7 @@ const Health = z.looseObject({ status: z.string() });
 
 const EmulatorInfo = z.looseObject({
   emulator: z.literal('vtnode'),
-  emulate: z.enum(['llama-server', 'ollama', 'mlx']),
+  emulate: z.enum(['llama-server', 'vllm', 'ollama', 'mlx']),
   concurrency: z.number().int().min(1),
   context: z.number().int().positive(),
   version: z.string(),

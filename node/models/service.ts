@@ -26,8 +26,8 @@ export interface AdapterSettings {
   retries?: number;
   /** First backoff, ms. */
   backoffMs?: number;
-  /** Server kinds whose fan-out uses n=k-1 (default none). */
-  useN?: Partial<Record<ServerBehaviour, boolean>>;
+  /** Per server kind: force the use of `n` on (true) or off (false); default 'auto' (adapter.ts useN). */
+  useN?: Partial<Record<ServerBehaviour, boolean | 'auto'>>;
   /** Bearer token for servers that want one. */
   apiKey?: string;
 }
@@ -73,7 +73,7 @@ export function createModelService(options: ModelServiceOptions = {}): ModelServ
       behaviour: server.behaviour,
       concurrency: server.concurrency,
       warm,
-      useN: settings.useN?.[server.behaviour] ?? false,
+      useN: settings.useN?.[server.behaviour] ?? 'auto',
     };
     if (settings.maxQueued !== undefined) opts.maxQueued = settings.maxQueued;
     if (settings.requestTimeoutMs !== undefined) opts.requestTimeoutMs = settings.requestTimeoutMs;

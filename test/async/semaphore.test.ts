@@ -169,3 +169,59 @@ describe('withPermit and limiter', () => {
     expect(order).toEqual([0, 1, 2, 3, 4]);
   });
 });
+
+describe('createSemaphore, several permits at once (an n-request holds one per choice)', () => {
+  it('takes count permits at once, releases them together, and caps count at the permits', async () => {
+    const s = createSemaphore(4);
+    const r3 = await s.acquire(undefined, 3);
+    expect(s.running).toBe(3);
+    const r1 = await s.acquire();
+    expect(s.running).toBe(4);
+    r3();
+    r3(); // a second release frees nothing
+    expect(s.running).toBe(1);
+    r1();
+    const all = await s.acquire(undefined, 99);
+    expect(s.running).toBe(4);
+    all();
+    expect(s.running).toBe(0);
+  });
+
+  it('serves waiters in order: a large request is not overtaken by small ones behind it', async () => {
+    const s = createSemaphore(3);
+    const held = await s.acquire(undefined, 2);
+    const order: string[] = [];
+    const big = s.acquire(undefined, 3).then((r) => {
+      order.push('big');
+      return r;
+    });
+    const small = s.acquire().then((r) => {
+      order.push('small');
+      return r;
+    });
+    await turns(5);
+    expect(order).toEqual([]); // one permit is free, but the big one is first in line
+    held();
+    const rBig = await big;
+    expect(order).toEqual(['big']);
+    rBig();
+    (await small)();
+    expect(order).toEqual(['big', 'small']);
+    expect(s.running).toBe(0);
+  });
+
+  it('a waiter that gives up lets the ones behind it in when they fit', async () => {
+    const s = createSemaphore(2);
+    const held = await s.acquire();
+    const gone = new AbortController();
+    const big = s.acquire(gone.signal, 2);
+    const small = s.acquire();
+    gone.abort();
+    await expect(big).rejects.toBeInstanceOf(AbortedError);
+    const rSmall = await small;
+    expect(s.running).toBe(2);
+    rSmall();
+    held();
+    expect([s.running, s.waiting]).toEqual([0, 0]);
+  });
+});

@@ -74,7 +74,8 @@ afterAll(async () => {
   await Promise.all(fleet?.servers.map((s) => s.close()) ?? []);
 });
 
-const requests = () => fleet.servers.map((s) => s.stats().requests);
+// Samples asked of each model server (a request with n asks for n), counted as requests arrive.
+const requests = () => fleet.servers.map((s) => s.stats().samples);
 const daemonOf = (i: number): Proc =>
   box.procs.find((p) => p.child.spawnargs.includes(fleet.dirs[i]!) && !p.child.spawnargs.includes('run'))!;
 

@@ -78,7 +78,7 @@ describe('model adapter against the emulator', () => {
       script: 'reference',
     });
     const warm = createWarmSet();
-    const adapter = await adapterFor(e, { warm });
+    const adapter = await adapterFor(e, { warm, useN: false });
     const task = fixture.tasks[0]!;
     const outcomes = await collect(adapter.generate(job(task, 4)));
     const samples = ok(outcomes).sort((a, b) => a.index - b.index);
@@ -195,7 +195,7 @@ describe('model adapter against the emulator', () => {
   });
 
   it('uses n=k-1 for the fan-out when enabled: two requests in all', async () => {
-    const e = await emulator({ emulate: 'llama-server', script: 'mixed' });
+    const e = await emulator({ emulate: 'llama-server', script: 'mixed', concurrency: 4 });
     const adapter = await adapterFor(e, { useN: true });
     const samples = ok(await collect(adapter.generate(job(fixture.tasks[0]!, 4))));
     expect(samples.map((s) => s.index).sort()).toEqual([0, 1, 2, 3]);

@@ -124,8 +124,13 @@ describe('vtnode model-server', () => {
   it('refuses bad arguments with a clear message', async () => {
     const cases: [string[], RegExp, number][] = [
       [
-        ['--port', '0', '--emulate', 'vllm', '--tasks', fixture.tasksFile],
-        /--emulate must be one of llama-server, ollama, mlx/,
+        ['--port', '0', '--emulate', 'sglang', '--tasks', fixture.tasksFile],
+        /--emulate must be one of llama-server, vllm, ollama, mlx/,
+        2,
+      ],
+      [
+        ['--port', '0', '--emulate', 'vllm', '--tasks', fixture.tasksFile, '--share-prefill', 'maybe'],
+        /--share-prefill must be on or off, got "maybe"/,
         2,
       ],
       [['--emulate', 'ollama', '--tasks', fixture.tasksFile], /--port P is required/, 2],

@@ -98,12 +98,14 @@ describe('the timing model', () => {
       cached: 0,
       evaluated: 100,
       prefillMs: 0,
+      shared: false,
     });
     expect(await t.prefill('a', 100, 1, signal)).toEqual({
       hit: true,
       cached: 99,
       evaluated: 1,
       prefillMs: 0,
+      shared: false,
     });
     await t.prefill('b', 10, 1, signal);
     await t.prefill('c', 10, 1, signal);

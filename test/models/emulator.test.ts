@@ -109,8 +109,8 @@ describe('emulator', () => {
     expect(a.some((t) => t.endsWith(`\`\`\`ts\n${referenceSource(1)}\`\`\`\n`))).toBe(true);
   });
 
-  it('answers n choices in one request', async () => {
-    const { e, client } = await start({ emulate: 'llama-server', script: 'mutants' });
+  it('answers n choices in one request (vllm; llama-server and the ones that ignore n: emulator-n.test.ts)', async () => {
+    const { e, client } = await start({ emulate: 'vllm', script: 'mutants' });
     const r = await client.chat.completions.create({
       model: MODEL,
       messages: fixture.tasks[0]!.messages,
