@@ -130,7 +130,7 @@ describe('vtnode model-server', () => {
       ],
       [
         ['--port', '0', '--emulate', 'vllm', '--tasks', fixture.tasksFile, '--share-prefill', 'maybe'],
-        /--share-prefill must be on or off, got "maybe"/,
+        /--share-prefill must be one of on, off, got "maybe"/,
         2,
       ],
       [['--emulate', 'ollama', '--tasks', fixture.tasksFile], /--port P is required/, 2],
