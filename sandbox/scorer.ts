@@ -462,6 +462,17 @@ export function createScorer(options: ScorerOptions): Scorer {
       const ref = await reference(task, workspaceDir, req.signal);
       if ('infra' in ref)
         return errorResult(task, ref.infra, warnings, await fingerprintFor(task, workspaceDir), null);
+      // An answer key that fails here (an unreadable or unbuilt workspace, another checkout, a runner
+      // that cannot start) judges nothing: a candidate's score would be this node's fault, so it is an
+      // error to retry elsewhere, never a 0. Only the reference itself (calibration) is scored on it.
+      if (ref.problems.length > 0 && candidate !== ref.content)
+        return errorResult(
+          task,
+          `the reference does not pass on this node, so no candidate can be judged here: ${ref.problems.join('; ')}`,
+          warnings,
+          ref.fingerprint,
+          ref.run.run,
+        );
       const cand =
         candidate === ref.content
           ? ref.run

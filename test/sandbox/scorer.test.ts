@@ -165,6 +165,22 @@ describe('scorer (bwrap)', () => {
     expect(again.reward).toBe(1);
   }, 30_000);
 
+  it('an answer key that fails on this node judges no candidate: an error, never a 0 (the reference itself is still scored, for calibration)', async () => {
+    // The workspace's target is not the task's reference (another checkout, or a workspace this node
+    // cannot read: the reference run then gives no verdict). Either way the node cannot judge.
+    const task = { ...tasks['strings']!, referenceHash: `sha256:${'0'.repeat(64)}` };
+    const ref = await reference(task);
+    const candidate = ref.replace("join('-')", "join('_')");
+    const r = await scorer.score({ task, workspaceDir: VITEST_WS, candidate });
+    expect(r.status).toBe('error');
+    expect(r.reward).toBeNull();
+    expect(r.error).toMatch(/the reference does not pass on this node.*not the task's reference/);
+    const self = await scorer.score({ task, workspaceDir: VITEST_WS, candidate: ref });
+    expect(self.status).toBe('scored');
+    expect(self.reward).toBe(0);
+    expect(self.reasons.join(' ')).toMatch(/not the task's reference/);
+  }, 60_000);
+
   it('refuses a truncated generation', async () => {
     const t = tasks['math']!;
     const r = await scorer.score({
