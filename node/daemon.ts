@@ -427,6 +427,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       'GET /addrs': () => ({ peerId, addrs: addrs().map((a) => `${a}/p2p/${peerId}`) }),
       'POST /campaign/start': (body) => campaigns.start(body),
       'POST /campaign/status': (body) => campaigns.status(body),
+      'POST /campaign/follow': (body, signal) => campaigns.follow(body, signal),
       'POST /campaign/cancel': (body) => campaigns.cancel(body),
       'GET /members': () => ({
         fleet: fleet.fleet,

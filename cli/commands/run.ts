@@ -98,11 +98,12 @@ function request(values: ReturnType<typeof line.parse>['values']): CampaignStart
 const BUSY_BUDGET_MS = 10 * 60_000;
 
 /**
- * The campaign's status. A daemon whose process is alive but does not answer (a loaded machine)
- * is asked again with backoff for up to `busyBudgetMs`; another error is retried 5 times; a daemon
- * that is gone (NoDaemonError) ends the wait at once.
+ * The campaign's statuses as the daemon streams them (POST /campaign/follow: now, at each change, and
+ * every few seconds), until one that is not running. A stream that breaks is asked for again like
+ * a busy daemon is, for up to `busyBudgetMs`; another error is retried 5 times in a row; a daemon that
+ * is gone (NoDaemonError) ends the follow at once.
  */
-export async function pollStatus(
+export async function* followStatus(
   control: ControlClient,
   name: string,
   options: {
@@ -112,43 +113,43 @@ export async function pollStatus(
     firstDelayMs?: number;
     /** Told of each failed attempt that will be retried. */
     onRetry?: (err: Error) => void;
-    /** Stops asking. */
+    /** Stops following. */
     signal?: AbortSignal;
   } = {},
-): Promise<CampaignStatus> {
+): AsyncGenerator<CampaignStatus> {
   const budget = options.busyBudgetMs ?? BUSY_BUDGET_MS;
-  const since = Date.now();
+  let since = Date.now();
   let failures = 0;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await control.call<CampaignStatus>('POST', '/campaign/status', { name }, options.signal);
+      for await (const st of control.stream<CampaignStatus>('/campaign/follow', { name }, options.signal)) {
+        since = Date.now();
+        failures = 0;
+        attempt = 1;
+        yield st;
+        if (st.status !== 'running') return;
+      }
     } catch (err) {
       if (err instanceof NoDaemonError || options.signal?.aborted) throw err;
       if (err instanceof DaemonBusyError) {
         if (Date.now() - since >= budget) throw err;
       } else if (++failures >= 5) throw err;
       options.onRetry?.(err as Error);
-      await pause(
-        Math.min(5000, (options.firstDelayMs ?? 500) * 2 ** Math.min(attempt - 1, 4)),
-        options.signal,
-      );
     }
+    await pause(
+      Math.min(5000, (options.firstDelayMs ?? 500) * 2 ** Math.min(attempt - 1, 4)),
+      options.signal,
+    );
   }
 }
 
-/** pollStatus for the CLI: retries are said on stderr; a daemon that died says how to resume. */
-async function statusOrExit(control: ControlClient, name: string): Promise<CampaignStatus> {
-  try {
-    return await pollStatus(control, name, {
-      onRetry: (err) => process.stderr.write(`\nvtnode run: ${err.message}; asking again\n`),
-    });
-  } catch (err) {
-    if (!(err instanceof NoDaemonError || err instanceof DaemonBusyError)) throw err;
-    throw new CliError(
-      `${err.message}\ncampaign ${name} is kept in the data dir: once the node runs again, ` +
-        `\`vtnode run --campaign ${name} --resume ...\` continues or re-attaches to it`,
-    );
-  }
+/** A daemon that is gone or never answers, as the CLI says it: the campaign is kept, and how to resume. */
+function daemonLost(err: unknown, name: string): unknown {
+  if (!(err instanceof NoDaemonError || err instanceof DaemonBusyError)) return err;
+  return new CliError(
+    `${err.message}\ncampaign ${name} is kept in the data dir: once the node runs again, ` +
+      `\`vtnode run --campaign ${name} --resume ...\` continues or re-attaches to it`,
+  );
 }
 
 /**
@@ -247,9 +248,12 @@ export const command: Command = {
 
       let interrupted: 'detach' | 'cancel' | null = null;
       let asking = false;
+      /** Ends the current follow stream, so an answer to Ctrl-C is acted on at once. */
+      let wake = new AbortController();
       const onSigint = () => {
         if (interrupted || asking) {
           interrupted = 'cancel';
+          wake.abort();
           return;
         }
         if (process.stdin.isTTY && !ownDaemon) {
@@ -260,22 +264,36 @@ export const command: Command = {
             interrupted = a;
             asking = false;
             printer.resume();
+            wake.abort();
           });
         } else {
           interrupted = ownDaemon ? 'cancel' : onInterrupt;
+          wake.abort();
         }
       };
       const tty = process.stderr.isTTY;
       const printer = createProgressPrinter({ tty });
       process.on('SIGINT', onSigint);
-      let st: CampaignStatus;
+      let st: CampaignStatus | null = null;
+      let cancelSent = false;
       try {
         for (;;) {
-          st = await statusOrExit(control, name);
-          const text = printer.update(st, Date.now());
-          if (text !== null) process.stderr.write(text);
-          if (st.status !== 'running') break;
-          if (interrupted === 'cancel') {
+          try {
+            for await (const next of followStatus(control, name, {
+              signal: wake.signal,
+              onRetry: (err) => process.stderr.write(`\nvtnode run: ${err.message}; asking again\n`),
+            })) {
+              st = next;
+              const text = printer.update(st, Date.now());
+              if (text !== null) process.stderr.write(text);
+            }
+          } catch (err) {
+            if (!wake.signal.aborted) throw daemonLost(err, name);
+          }
+          if (st && st.status !== 'running') break;
+          wake = new AbortController();
+          if (interrupted === 'cancel' && !cancelSent) {
+            cancelSent = true;
             await control.call('POST', '/campaign/cancel', { name });
           } else if (interrupted === 'detach') {
             process.stderr.write(
@@ -283,7 +301,6 @@ export const command: Command = {
             );
             return 0;
           }
-          await sleep(500);
         }
       } finally {
         process.removeListener('SIGINT', onSigint);

@@ -21,6 +21,8 @@ export class DaemonBusyError extends Error {
 
 export interface ControlClient {
   call<T = unknown>(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<T>;
+  /** A streaming route's values (NDJSON lines) as they come; ends when the daemon ends the stream. */
+  stream<T = unknown>(path: string, body: unknown, signal?: AbortSignal): AsyncGenerator<T>;
 }
 
 /** Default time a control call may take before it counts as unanswered. */
@@ -76,6 +78,45 @@ export async function connectControl(dataDir: DataDir, signal?: AbortSignal): Pr
       }
       if (!res.ok) throw new Error(`daemon: ${value.error ?? `HTTP ${res.status}`}`);
       return value;
+    },
+    async *stream<T>(path: string, body: unknown, callSignal?: AbortSignal) {
+      const signals = [callSignal, signal].filter((s) => !!s);
+      let res: Response;
+      try {
+        res = await fetch(`http://127.0.0.1:${port}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal: signals.length > 0 ? AbortSignal.any(signals) : null,
+        });
+      } catch (err) {
+        throw failure(err as Error, callSignal);
+      }
+      if (!res.ok || !res.body) {
+        const text = await res.text().catch(() => '');
+        let error: string | undefined;
+        try {
+          error = (JSON.parse(text) as { error?: string }).error;
+        } catch {}
+        throw new Error(`daemon: ${error ?? `HTTP ${res.status}`}`);
+      }
+      let buffered = '';
+      const decoder = new TextDecoder();
+      const reader = res.body.getReader();
+      try {
+        for (let read = await reader.read(); !read.done; read = await reader.read()) {
+          buffered += decoder.decode(read.value, { stream: true });
+          for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+            const line = buffered.slice(0, nl);
+            buffered = buffered.slice(nl + 1);
+            if (line.trim() !== '') yield JSON.parse(line) as T;
+          }
+        }
+      } catch (err) {
+        throw failure(err as Error, callSignal);
+      } finally {
+        reader.releaseLock();
+      }
     },
   };
 }

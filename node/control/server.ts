@@ -4,8 +4,30 @@ import type { AddressInfo } from 'node:net';
 import { type DataDir, writePrivate } from '../data-dir.ts';
 import { logger } from '../logger.ts';
 
-/** A control route: returns the JSON to send, or throws an Error whose message goes back as 500/400. */
+/**
+ * A control route: returns the JSON to send, or throws an Error whose message goes back as 400. A
+ * route that returns a `ControlStream` answers with newline-delimited JSON, one line per value, until
+ * the iterable ends or the client goes away (the signal aborts).
+ */
 export type ControlHandler = (body: unknown, signal: AbortSignal) => Promise<unknown> | unknown;
+
+/** What a streaming route returns: the values to send as NDJSON lines. */
+export class ControlStream {
+  readonly values: AsyncIterable<unknown>;
+  constructor(values: AsyncIterable<unknown>) {
+    this.values = values;
+  }
+}
+
+/** Writes a stream's values as NDJSON lines, honouring back-pressure, until it ends or the client leaves. */
+async function sendStream(res: ServerResponse, stream: ControlStream, signal: AbortSignal): Promise<void> {
+  res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  for await (const value of stream.values) {
+    if (signal.aborted) break;
+    if (!res.write(`${JSON.stringify(value)}\n`)) await new Promise((r) => res.once('drain', r));
+  }
+  res.end();
+}
 
 export interface ControlServerOptions {
   /** The data dir where `control.json` (port, token, pid; owner-only) is written. */
@@ -62,11 +84,15 @@ export async function startControlServer(options: ControlServerOptions): Promise
     res.on('close', () => abort.abort());
     readBody(req)
       .then((body) => route(body, abort.signal))
+      .then((value) =>
+        value instanceof ControlStream ? sendStream(res, value, abort.signal) : send(res, 200, value ?? {}),
+      )
       .then(
-        (value) => send(res, 200, value ?? {}),
+        () => {},
         (err: Error) => {
           log('control request %s %s failed: %s', req.method, req.url, err.message);
           if (!res.headersSent) send(res, 400, { error: err.message });
+          else res.destroy(err);
         },
       );
   });

@@ -7,6 +7,8 @@ import { campaignSeedBase, Sampling } from '../../protocol/job.ts';
 import { parseWith } from '../../protocol/parse.ts';
 import type { Task } from '../../protocol/task.ts';
 import { readTasksFile } from '../../sandbox/tasks-file.ts';
+import { pause } from '../async/sleep.ts';
+import { ControlStream } from '../control/server.ts';
 import { logger } from '../logger.ts';
 import type { Framed } from '../wire/framed.ts';
 import type { StreamHost } from '../wire/streams.ts';
@@ -135,9 +137,36 @@ export function preflight(
 }
 
 /** The daemon's submitter role: starts, tracks and cancels campaigns. */
+/** Shortest gap between two statuses a follower gets, ms (progress comes in bursts). */
+export const FOLLOW_MIN_GAP_MS = 200;
+/** Longest gap between two statuses a follower gets, ms. */
+export const FOLLOW_BEAT_MS = 5000;
+
 export function createCampaignService(options: CampaignServiceOptions) {
   const log = logger('vtnode:submitter');
   const active = new Map<string, Active>();
+  /** Who waits for a campaign's next change (follow), by name. */
+  const waiters = new Map<string, Set<() => void>>();
+  const changed = (name: string) => {
+    const set = waiters.get(name);
+    waiters.delete(name);
+    for (const wake of set ?? []) wake();
+  };
+  /** Resolves at the campaign's next change, after `ms`, or when `signal` aborts. */
+  const nextChange = (name: string, ms: number, signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        waiters.get(name)?.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      const set = waiters.get(name) ?? new Set();
+      set.add(done);
+      waiters.set(name, set);
+    });
   /** Nodes that returned a scored sample to this daemon: out of probation in every campaign it runs. */
   const proven = new Set<string>();
 
@@ -221,6 +250,7 @@ export function createCampaignService(options: CampaignServiceOptions) {
       local: options.local,
       signal: abort.signal,
       ...options.runner,
+      onProgress: () => changed(name),
       ...(req.jobTimeoutMs ? { jobDeadlineMs: req.jobTimeoutMs } : {}),
       ...(req.maxAttempts ? { maxAttempts: req.maxAttempts } : {}),
     });
@@ -230,10 +260,12 @@ export function createCampaignService(options: CampaignServiceOptions) {
       (outcome) => {
         entry.outcome = outcome;
         log('campaign %s %s', name, outcome.status);
+        changed(name);
       },
       (err: Error) => {
         entry.outcome = { status: 'stalled', exhausted: 0, problem: err.message };
         log.error('campaign %s failed: %s', name, err.message);
+        changed(name);
       },
     );
     return { name, attached: false, seedBase, report };
@@ -261,6 +293,22 @@ export function createCampaignService(options: CampaignServiceOptions) {
     };
   }
 
+  /**
+   * A campaign's status now, then at each change (at most every FOLLOW_MIN_GAP_MS, and every
+   * FOLLOW_BEAT_MS without one, so a follower sees the clock move and knows the daemon lives), until a
+   * status that is not running. What `vtnode run` follows instead of polling.
+   */
+  async function* follow(body: unknown, signal: AbortSignal): AsyncGenerator<CampaignStatus> {
+    const { name } = parseWith(z.object({ name: CampaignName }), body, 'campaign follow request');
+    for (;;) {
+      const st = status({ name });
+      yield st;
+      if (st.status !== 'running' || signal.aborted) return;
+      await nextChange(name, FOLLOW_BEAT_MS, signal);
+      await pause(FOLLOW_MIN_GAP_MS, signal);
+    }
+  }
+
   function cancel(body: unknown): { cancelled: boolean } {
     const { name } = parseWith(z.object({ name: CampaignName }), body, 'campaign cancel request');
     const entry = active.get(name);
@@ -272,6 +320,11 @@ export function createCampaignService(options: CampaignServiceOptions) {
   return {
     start,
     status,
+    /** `follow` checked up front (a bad request or an unknown campaign is a 400, not a broken stream). */
+    follow(body: unknown, signal: AbortSignal): ControlStream {
+      status(body);
+      return new ControlStream(follow(body, signal));
+    },
     cancel,
     /** Cancels every running campaign (daemon shutdown); they resume with `vtnode run --resume`. */
     async stop(): Promise<void> {

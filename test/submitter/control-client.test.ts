@@ -1,12 +1,12 @@
 // The control client against live, busy and dead daemons (defect: any fetch error was "no daemon",
-// and `vtnode run` quit while its campaign went on), and pollStatus's retry policy.
+// and `vtnode run` quit while its campaign went on), and followStatus's retry policy.
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pollStatus } from '../../cli/commands/run.ts';
+import { followStatus } from '../../cli/commands/run.ts';
 import {
   type ControlClient,
   connectControl,
@@ -88,44 +88,75 @@ describe('connectControl', () => {
   });
 });
 
-describe('pollStatus', () => {
-  const status = { name: 'c', status: 'running' } as CampaignStatus;
+describe('followStatus', () => {
+  const running = { name: 'c', status: 'running' } as CampaignStatus;
+  const done = { name: 'c', status: 'done' } as CampaignStatus;
   const busy = () => new DaemonBusyError('/d', new Error('socket hang up'));
-  /** A client that throws `errors` in turn, then answers. */
-  const scripted = (errors: Error[]): ControlClient & { calls: number } => {
+  /** A client whose streams throw `errors` in turn, then stream `statuses` (the last ends the follow). */
+  const scripted = (errors: Error[], statuses: CampaignStatus[] = [running, done]) => {
     const client = {
       calls: 0,
       async call<T>(): Promise<T> {
+        throw new Error('not called');
+      },
+      async *stream<T>(): AsyncGenerator<T> {
         const err = errors[client.calls++];
         if (err) throw err;
-        return status as T;
+        for (const st of statuses) yield st as T;
       },
     };
-    return client;
+    return client satisfies ControlClient;
   };
+  const all = async (it: AsyncIterable<CampaignStatus>) => {
+    const out: CampaignStatus[] = [];
+    for await (const st of it) out.push(st);
+    return out;
+  };
+
+  it('yields the statuses the daemon streams, and stops after one that is not running', async () => {
+    const client = scripted([], [running, running, done, running]);
+    expect(await all(followStatus(client, 'c'))).toEqual([running, running, done]);
+    expect(client.calls).toBe(1);
+  });
+
+  it('follows again when the daemon ends the stream while the campaign runs', async () => {
+    let calls = 0;
+    const client = {
+      async call<T>(): Promise<T> {
+        throw new Error('not called');
+      },
+      async *stream<T>(): AsyncGenerator<T> {
+        calls += 1;
+        yield (calls < 3 ? running : done) as T;
+      },
+    } satisfies ControlClient;
+    expect(await all(followStatus(client, 'c', { firstDelayMs: 1 }))).toEqual([running, running, done]);
+    expect(calls).toBe(3);
+  });
 
   it('asks a busy daemon again until it answers', async () => {
     const client = scripted([busy(), busy(), busy(), busy(), busy(), busy()]);
     const retries: string[] = [];
-    expect(await pollStatus(client, 'c', { firstDelayMs: 1, onRetry: (e) => retries.push(e.message) })).toBe(
-      status,
+    const got = await all(
+      followStatus(client, 'c', { firstDelayMs: 1, onRetry: (e) => retries.push(e.message) }),
     );
+    expect(got).toEqual([running, done]);
     expect(client.calls).toBe(7);
     expect(retries).toHaveLength(6);
   });
 
   it('gives up on a busy daemon only after its budget, at once on a dead one', async () => {
-    await expect(pollStatus(scripted([busy(), busy()]), 'c', { busyBudgetMs: 0 })).rejects.toBeInstanceOf(
-      DaemonBusyError,
-    );
+    await expect(
+      all(followStatus(scripted([busy(), busy()]), 'c', { busyBudgetMs: 0 })),
+    ).rejects.toBeInstanceOf(DaemonBusyError);
     const dead = scripted([new NoDaemonError('/d')]);
-    await expect(pollStatus(dead, 'c', { firstDelayMs: 1 })).rejects.toBeInstanceOf(NoDaemonError);
+    await expect(all(followStatus(dead, 'c', { firstDelayMs: 1 }))).rejects.toBeInstanceOf(NoDaemonError);
     expect(dead.calls).toBe(1);
   });
 
   it('retries another error five times', async () => {
     const failing = scripted(Array.from({ length: 9 }, () => new Error('daemon: HTTP 500')));
-    await expect(pollStatus(failing, 'c', { firstDelayMs: 1 })).rejects.toThrow(/HTTP 500/);
+    await expect(all(followStatus(failing, 'c', { firstDelayMs: 1 }))).rejects.toThrow(/HTTP 500/);
     expect(failing.calls).toBe(5);
   });
 });
