@@ -16,6 +16,7 @@ import { generateKeyPair } from '@libp2p/crypto/keys';
 import { encodeAdvert, fitAdvert } from '../node/fleet/adverts.ts';
 import { createPublishPacer } from '../node/fleet/pacer.ts';
 import { createWarmSet } from '../node/models/warm.ts';
+import { seededRandom } from '../placement/seeded-random.ts';
 import type { Advert, WarmEntry } from '../protocol/advert.ts';
 import { signCertificate } from '../protocol/membership.ts';
 import { createWarmEncoder } from '../protocol/warm-delta.ts';
@@ -34,18 +35,6 @@ const jobsPerMinute = Number(values['jobs-per-minute']);
 const intervalMs = Number(values['interval-ms']);
 const fleetSize = Number(values.fleet);
 const MODEL = 'qwen3-coder:30b';
-
-/** A small deterministic PRNG (mulberry32): the same trace on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function baseAdvert(): Promise<Omit<Advert, 'warm' | 'seq' | 'load'>> {
   const fleetKey = await generateKeyPair('Ed25519');
@@ -104,7 +93,7 @@ interface Moment {
 /** The node's changes and heartbeat ticks over the trace, each with its state then. */
 function moments(): Moment[] {
   const warm = createWarmSet();
-  const rnd = prng(42);
+  const rnd = seededRandom(42);
   const out: Moment[] = [];
   const snap = (t: number, kind: Moment['kind']) => out.push({ t, kind, warm: warm.entries(), running });
   const id = (p: number) => `sha256:${p.toString(16).padStart(64, '0')}`;

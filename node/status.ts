@@ -19,6 +19,8 @@ export interface NodeStatus {
   paused?: string;
   warm: number;
   workspaces: string[];
+  /** Workspaces the node is fetching and installing (--fetch-workspaces); absent when none. */
+  fetching?: string[];
   sandbox: { backend: string; ok: boolean; detail?: string };
   seq: number;
   /** The node's clock when it sent its newest advert, ms since epoch (doctor's clock-skew check). */
@@ -75,6 +77,7 @@ export function nodeStatus(node: FleetNode, now: number): NodeStatus {
     ...(a.paused ? { paused: a.paused } : {}),
     warm: a.warm.length,
     workspaces: a.workspaces,
+    ...(a.fetching?.length ? { fetching: a.fetching } : {}),
     sandbox: a.sandbox,
     seq: a.seq,
     sentAt: a.sentAt,

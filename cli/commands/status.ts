@@ -31,6 +31,7 @@ function cell(node: NodeStatus): string[] {
     `${(node.memory.free / GiB).toFixed(1)}/${(node.memory.total / GiB).toFixed(1)} GiB`,
     `${node.load.running}+${node.load.queued}/${node.load.capacity}${node.paused ? ' paused' : ''}`,
     String(node.warm),
+    `${node.workspaces.length}${node.fetching?.length ? ` +${node.fetching.length} fetching` : ''}`,
     `${node.sandbox.backend}${node.sandbox.ok ? '' : ' (not ok)'}`,
     `${(node.lastSeenMs / 1000).toFixed(1)}s`,
   ];
@@ -45,6 +46,7 @@ export function renderStatus(status: FleetStatus): string {
     'MEMORY free/total',
     'LOAD',
     'WARM',
+    'WORKSPACES',
     'SANDBOX',
     'SEEN',
   ];

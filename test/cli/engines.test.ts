@@ -1,8 +1,9 @@
-// Node versions (issue 12): the package declares what it runs on (`engines`: the bundle needs Node
-// >= 22.13 for node:sqlite without a flag; bin/vtnode.js refuses an older Node, and the sources' 22.18,
-// with a clear message). The README has users run npm on their system Node (20 on Debian 12) while
-// everything vtnode runs on is the pinned Node 22 (devDependency `node`): npm then warns (EBADENGINE)
-// that its own Node is older, which is true and harmless, and `npx vtnode` still runs on the pinned Node.
+// Node versions (issue 12): bin/vtnode.js is the authority: it refuses a Node older than the bundle
+// needs (22.13, node:sqlite without a flag), or than the sources need (22.18), with a clear message.
+// The package declares no `engines`: the README has users run npm on their system Node (20 on Debian
+// 12) while everything vtnode runs on is the pinned Node 22 (devDependency `node`), and npm checked the
+// root package's engines on every `npx vtnode`, printing ten EBADENGINE lines each time (the issue's
+// complaint) about a Node that never runs vtnode.
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,8 +31,8 @@ function oldSystemNpm(): boolean {
 const SYSTEM_ENV = { ...process.env, PATH: '/usr/bin:/bin', npm_config_update_notifier: 'false' };
 
 describe('engines', () => {
-  it('the package declares the Node it runs on, and the Node the repository workflow needs for npm', () => {
-    expect(pkg.engines).toEqual({ node: '>=22.13' });
+  it('the package leaves the Node check to its bin, and declares the Node the repository workflow needs for npm', () => {
+    expect(pkg.engines).toBeUndefined();
     // What the repository's workflow needs from the Node that runs npm: the pinned Node runs the rest.
     expect(pkg.devEngines?.runtime).toEqual({ name: 'node', version: '>=20', onFail: 'warn' });
   });
@@ -47,6 +48,17 @@ describe('engines', () => {
       });
       expect(stdout.trim()).toBe(pkg.version);
       expect(stderr).not.toMatch(/needs Node\.js/);
+      expect(stderr).not.toMatch(/EBADENGINE/);
     }, 150_000);
+
+    it('bin/vtnode.js on that Node refuses with a clear message, not a stack trace', async () => {
+      const err = await run('/usr/bin/node', [join(REPO, 'bin', 'vtnode.js'), '--version'], {
+        cwd: REPO,
+        env: SYSTEM_ENV,
+      }).catch((e: { code: number; stderr: string }) => e);
+      expect(err).toMatchObject({ code: 1 });
+      expect((err as { stderr: string }).stderr).toMatch(/^vtnode needs Node\.js >= 22\.18 \(this is v\d+/);
+      expect((err as { stderr: string }).stderr).not.toMatch(/\n\s+at /);
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createFleetView } from '../../placement/fleet-view.ts';
+import { seededRandom } from '../../placement/seeded-random.ts';
 import { Advert as AdvertSchema, MAX_ADVERT_WARM, type WarmEntry } from '../../protocol/advert.ts';
 import {
   applyWarmDelta,
@@ -12,18 +13,6 @@ import { advert, sid } from '../helpers/adverts.ts';
 
 const entry = (i: number, model = 'coder'): WarmEntry => ({ prompt: sid(`prompt-${i}`), model });
 const list = (...ids: number[]) => ids.map((i) => entry(i));
-
-/** A small deterministic PRNG (mulberry32), so the random walks below replay exactly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One LRU step as a node's warm set takes it: use a prompt (to the front), add one, or drop one. */
 function step(current: WarmEntry[], rnd: () => number, next: { id: number }): WarmEntry[] {
@@ -71,7 +60,7 @@ describe('warm list deltas: the pure parts', () => {
   });
 
   it('round-trips every change of a random walk: apply(old, diff(old, new)) is new', () => {
-    const rnd = prng(7);
+    const rnd = seededRandom(7);
     const next = { id: 0 };
     let old: WarmEntry[] = [];
     for (let i = 0; i < 2000; i++) {
@@ -105,7 +94,7 @@ describe('warm list deltas: the pure parts', () => {
 
   it('a receiver that loses adverts never holds a list the sender did not have, and catches up at the next whole list', () => {
     for (const seed of [1, 2, 3, 4, 5]) {
-      const rnd = prng(seed);
+      const rnd = seededRandom(seed);
       const next = { id: 0 };
       const enc = createWarmEncoder();
       const history = new Map<number, WarmEntry[]>();
