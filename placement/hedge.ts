@@ -14,9 +14,10 @@
  * lease deadline, and only as many as its advertised slots.
  *
  * A node that scores slowly (a cold type-check on a loaded machine) sends `scoring` heartbeats while
- * its samples wait for or run in its sandbox: a node with a fresh heartbeat gets `beatFactor` times
- * the stall time since its last real progress before its jobs are backed up. Heartbeats cost nothing
- * to forge, so they only stretch the wait: a node that beats and never delivers is still backed up.
+ * its samples wait for or run in its sandbox: a node with a fresh heartbeat gets `beatGraceMs` more
+ * than the stall time since its last real progress before its jobs are backed up. Heartbeats cost
+ * nothing to forge, so they only stretch the wait, by a fixed amount (a multiple of the stall time
+ * grew to minutes where gaps are long): a node that beats and never delivers is still backed up.
  */
 
 export interface HedgeOptions {
@@ -28,8 +29,8 @@ export interface HedgeOptions {
   unmeasuredStallMs?: number;
   /** Gaps remembered per model; the typical gap is their 90th percentile (default 128). */
   window?: number;
-  /** A node whose last heartbeat is within the stall time is backed up after this many stall times (default 3). */
-  beatFactor?: number;
+  /** A node whose last heartbeat is within the stall time is backed up this much later, ms (default 60 s). */
+  beatGraceMs?: number;
 }
 
 /** An active job as the hedger sees it. */
@@ -41,7 +42,7 @@ export interface WatchedJob {
   lastProgressAt: number;
   /** Last progress of any job on its node (finished ones too), ms since epoch; 0 when none. */
   nodeProgressAt?: number;
-  /** Last `scoring` heartbeat of the job, ms since epoch; absent when none (not progress: see beatFactor). */
+  /** Last `scoring` heartbeat of the job, ms since epoch; absent when none (not progress: see beatGraceMs). */
   beatAt?: number;
   /** True for a backup, or for a job that has one: neither is backed up again. */
   hedged: boolean;
@@ -74,7 +75,7 @@ export function createHedger(options: HedgeOptions = {}): Hedger {
   const factor = positive('factor', options.factor ?? 4);
   const unmeasuredStallMs = positive('unmeasuredStallMs', options.unmeasuredStallMs ?? 180_000);
   const window = Math.floor(positive('window', options.window ?? 128));
-  const beatFactor = positive('beatFactor', options.beatFactor ?? 3);
+  const beatGraceMs = positive('beatGraceMs', options.beatGraceMs ?? 60_000);
   /** model → its most recent gaps (a ring, oldest overwritten). */
   const gaps = new Map<string, number[]>();
   const next = new Map<string, number>();
@@ -126,7 +127,7 @@ export function createHedger(options: HedgeOptions = {}): Hedger {
         stalls.set(job.model, stall);
         const silent = now - nodeLast.get(job.peerId)!;
         const beating = now - nodeBeat.get(job.peerId)! <= stall;
-        if (silent > (beating ? beatFactor * stall : stall)) out.push(job);
+        if (silent > (beating ? stall + beatGraceMs : stall)) out.push(job);
       }
       // The longest silent node first, and its longest silent job first.
       const silence = (j: WatchedJob) => nodeLast.get(j.peerId)!;

@@ -181,7 +181,7 @@ export function runCampaign(options: CampaignRunnerOptions): CampaignRunner {
       if (ev.type === 'generated' || ev.type === 'sample') progressed(lease, ev.type === 'sample');
       if (ev.type === 'accepted') onAccepted();
       else if (ev.type === 'scoring') {
-        // Its samples are in the sandbox: the hedger waits longer (placement/hedge.ts beatFactor).
+        // Its samples are in the sandbox: the hedger waits longer (placement/hedge.ts beatGraceMs).
         const p = progress.get(lease.jobId);
         if (p) p.beatAt = Date.now();
       } else if (ev.type === 'refused') {

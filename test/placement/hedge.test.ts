@@ -16,7 +16,7 @@ describe('hedger', () => {
     expect(() => createHedger({ factor: Number.NaN })).toThrow(/factor/);
     expect(() => createHedger({ unmeasuredStallMs: -1 })).toThrow(/unmeasuredStallMs/);
     expect(() => createHedger({ window: 0 })).toThrow(/window/);
-    expect(() => createHedger({ beatFactor: 0 })).toThrow(/beatFactor/);
+    expect(() => createHedger({ beatGraceMs: 0 })).toThrow(/beatGraceMs/);
     expect(() => createHedger().gap('m', -1)).toThrow(/gap/);
     expect(() => createHedger().gap('m', Number.POSITIVE_INFINITY)).toThrow(/gap/);
   });
@@ -59,20 +59,27 @@ describe('hedger', () => {
     expect(unmeasured.stalled(jobs, 8_000).map((j) => j.jobId)).toEqual(['a']);
   });
 
-  it('a node whose samples are in its sandbox (fresh heartbeats) gets beatFactor stall times, then is backed up all the same', () => {
-    const h = createHedger({ minStallMs: 1000, unmeasuredStallMs: 1000, beatFactor: 3 });
+  it('a node whose samples are in its sandbox (fresh heartbeats) gets beatGraceMs more, then is backed up all the same', () => {
+    const h = createHedger({ minStallMs: 1000, unmeasuredStallMs: 1000, beatGraceMs: 2000 });
     // Silent since 0; its heartbeat is fresh (within one stall) until 2500 + 1000.
     const beating = job('a', 0, { beatAt: 2500 });
     const silent = job('b', 0);
     expect(h.stalled([beating, silent], 1500).map((j) => j.jobId)).toEqual(['b']);
     expect(h.stalled([beating, silent], 2999).map((j) => j.jobId)).toEqual(['b']);
-    // Past 3 stall times since its last real progress, beats no longer keep it.
+    // Past the stall time + the grace since its last real progress, beats no longer keep it.
     expect(h.stalled([beating, silent], 3001).map((j) => j.jobId)).toEqual(['a', 'b']);
     // A stale heartbeat (older than one stall) counts for nothing.
     expect(h.stalled([job('c', 0, { beatAt: 200 })], 1500).map((j) => j.jobId)).toEqual(['c']);
     // A heartbeat of one job of a node covers the node's other jobs (silence is the node's).
     const sibling = job('d', 0, { peerId: 'p-a' });
     expect(h.stalled([beating, sibling], 2000)).toEqual([]);
+    // The grace is added, not multiplied: with long measured gaps (stall 40 s) it is still 2 s.
+    const slow = createHedger({ minStallMs: 1000, beatGraceMs: 2000 });
+    for (let i = 0; i < 10; i++) slow.gap('m', 10_000);
+    expect(slow.stallMs('m')).toBe(40_000);
+    const beatingSlow = job('e', 0, { beatAt: 41_000 });
+    expect(slow.stalled([beatingSlow], 41_500)).toEqual([]);
+    expect(slow.stalled([beatingSlow], 42_001).map((j) => j.jobId)).toEqual(['e']);
   });
 
   it("counts a node's silence, not a job's: a job queued behind its node's progressing jobs is not backed up", () => {
