@@ -4,8 +4,8 @@
  * real warm set (node/models/warm.ts: an LRU of 64), a real signed membership certificate and the real
  * encoder (node/fleet/adverts.ts): each job it starts warms a new prompt (and now and then a prompt is
  * observed cold: its cache was evicted); it publishes on every change of its warm list or load and
- * on every heartbeat (before), or as node/fleet/pacer.ts paces it (now: changes coalesced over
- * 250 ms, a heartbeat skipped after a recent advert). Bytes are the encoded adverts; gossipsub then sends
+ * on every heartbeat, as node/fleet/fleet.ts does; before, with the whole warm list in each, now
+ * with the list as a delta to the previous advert. Bytes are the encoded adverts; gossipsub then sends
  * each to every member, so a member receives (fleet size) × (a node's bytes per second), before mesh
  * duplicates.
  *
@@ -14,7 +14,6 @@
 import { parseArgs } from 'node:util';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { encodeAdvert, fitAdvert } from '../node/fleet/adverts.ts';
-import { createPublishPacer } from '../node/fleet/pacer.ts';
 import { createWarmSet } from '../node/models/warm.ts';
 import { seededRandom } from '../placement/seeded-random.ts';
 import type { Advert, WarmEntry } from '../protocol/advert.ts';
@@ -127,30 +126,10 @@ function before(base: Base, trace: Moment[]): number[] {
   return trace.map((m, seq) => advertBytes(base, m, seq, {}));
 }
 
-/** Now: node/fleet/pacer.ts decides when, protocol/warm-delta.ts what of the warm list. */
+/** Now: the same adverts, the warm list as a delta to the previous one (protocol/warm-delta.ts). */
 function now(base: Base, trace: Moment[]): number[] {
-  const pacer = createPublishPacer({ intervalMs });
   const encoder = createWarmEncoder();
-  const out: number[] = [];
-  let due: number | null = null;
-  let latest: Moment | null = null;
-  const publish = (m: Moment, t: number) => {
-    pacer.published(t);
-    due = null;
-    out.push(advertBytes(base, m, out.length, encoder.encode(m.warm)));
-  };
-  for (const m of trace) {
-    if (due !== null && latest && m.t >= due) publish(latest, due);
-    latest = m;
-    if (m.kind === 'tick') {
-      if (pacer.heartbeat(m.t)) publish(m, m.t);
-    } else if (due === null) {
-      const wait = pacer.changed(m.t);
-      if (wait === 0) publish(m, m.t);
-      else due = m.t + wait;
-    }
-  }
-  return out;
+  return trace.map((m, seq) => advertBytes(base, m, seq, encoder.encode(m.warm)));
 }
 
 type Base = Awaited<ReturnType<typeof baseAdvert>>;
@@ -186,7 +165,7 @@ else {
   process.stdout.write(
     `one node, ${minutes} min, ${jobsPerMinute} jobs/min, heartbeat ${intervalMs} ms\n` +
       `  before (whole warm list, every change and heartbeat): ${whole.length} adverts, ${result.whole.meanBytes} B/advert, ${result.whole.bytesPerSecond} B/s; a member of ${fleetSize} receives ${result.whole.fleetReceiveMBps} MB/s\n` +
-      `  now (warm deltas, paced):                           ${delta.length} adverts, ${result.delta.meanBytes} B/advert, ${result.delta.bytesPerSecond} B/s; a member of ${fleetSize} receives ${result.delta.fleetReceiveMBps} MB/s ` +
+      `  now (warm deltas):                                  ${delta.length} adverts, ${result.delta.meanBytes} B/advert, ${result.delta.bytesPerSecond} B/s; a member of ${fleetSize} receives ${result.delta.fleetReceiveMBps} MB/s ` +
       `(${(sum(delta) / sum(whole)).toFixed(3)}× the bytes)\n`,
   );
 }

@@ -11,7 +11,6 @@ import type { OriginCheck } from '../membership/service.ts';
 import { countedValidator, metrics } from '../metrics.ts';
 import { type AdvertBody, advertValidator, decodeAdvert, encodeAdvert, fitAdvert } from './adverts.ts';
 import type { Host } from './host.ts';
-import { createPublishPacer } from './pacer.ts';
 
 export interface FleetOptions {
   /** The started libp2p host. */
@@ -99,14 +98,8 @@ export function createFleet(options: FleetOptions): Fleet {
     return { whole: { ...whole, warmRev: warm.warmRev }, sent: { ...whole, ...warm } };
   }
 
-  const pacer = createPublishPacer({ intervalMs: options.intervalMs });
-  let pending: NodeJS.Timeout | null = null;
-
   /** Publishes the advert now (`wholeWarm`: the warm list whole, for a peer that just connected). */
   async function publish(leaving = false, wholeWarm = false): Promise<void> {
-    if (pending) clearTimeout(pending);
-    pending = null;
-    pacer.published(Date.now());
     const { whole, sent } = advertNow(leaving, wholeWarm);
     lastBody = canonicalJson(options.describe());
     if (!leaving) view.apply(whole, Date.now());
@@ -238,7 +231,7 @@ export function createFleet(options: FleetOptions): Fleet {
     // that arrived meanwhile are still unread, so nobody is judged on this tick.
     const since = now - lastTick;
     lastTick = now;
-    if (pacer.heartbeat(now)) void publish();
+    void publish();
     if (since > 2 * options.intervalMs)
       log('this node was stalled (%d ms since the last tick): no peer is expired on this tick', since);
     else {
@@ -253,10 +246,7 @@ export function createFleet(options: FleetOptions): Fleet {
   return {
     view,
     touch() {
-      if (stopped || pending || canonicalJson(options.describe()) === lastBody) return;
-      const wait = pacer.changed(Date.now());
-      if (wait === 0) void publish();
-      else pending = setTimeout(() => void (stopped ? undefined : publish()), wait);
+      if (!stopped && canonicalJson(options.describe()) !== lastBody) void publish();
     },
     knownPeers() {
       return Object.fromEntries(known);
@@ -268,7 +258,6 @@ export function createFleet(options: FleetOptions): Fleet {
       if (stopped) return;
       stopped = true;
       clearInterval(tick);
-      if (pending) clearTimeout(pending);
       host.removeEventListener('peer:disconnect', onDisconnect);
       host.removeEventListener('peer:connect', onConnect);
       host.removeEventListener('peer:discovery', onDiscovery);
