@@ -25,25 +25,56 @@ export interface AdvertisedNode {
   self: boolean;
 }
 
+/** The fleet's other nodes that advertise workspace `id`, sorted. Pure. */
+export function holdersOf(nodes: readonly AdvertisedNode[], id: string): string[] {
+  return nodes
+    .filter((n) => !n.self && n.advert.workspaces.includes(id))
+    .map((n) => n.advert.peerId)
+    .sort();
+}
+
 /**
  * Workspaces the fleet's other nodes advertise that this node lacks, each with its holders, in a
- * stable order (most holders first, then by id). Skips those held, in progress, or failed recently. Pure.
+ * stable order (most holders first, then by id). Skips those `skip` says (held, in progress, or
+ * failed recently with these holders). Pure.
  */
 export function wantedWorkspaces(
   nodes: readonly AdvertisedNode[],
-  skip: (id: string) => boolean,
+  skip: (id: string, holders: readonly string[]) => boolean,
 ): { id: string; holders: string[] }[] {
   const holders = new Map<string, string[]>();
   for (const n of nodes) {
     if (n.self) continue;
-    for (const id of n.advert.workspaces) {
-      if (skip(id)) continue;
-      holders.set(id, [...(holders.get(id) ?? []), n.advert.peerId]);
-    }
+    for (const id of n.advert.workspaces) holders.set(id, [...(holders.get(id) ?? []), n.advert.peerId]);
   }
   return [...holders.entries()]
     .map(([id, h]) => ({ id, holders: h.sort() }))
+    .filter((w) => !skip(w.id, w.holders))
     .sort((a, b) => b.holders.length - a.holders.length || (a.id < b.id ? -1 : 1));
+}
+
+/** A fetch or install that failed: when, how many times in a row, and the holders it had. */
+export interface FailedAttempt {
+  at: number;
+  attempts: number;
+  holders: readonly string[];
+}
+
+/**
+ * Whether a workspace whose last attempts failed is tried again now: once a holder it did not have
+ * appears, or once its backoff is over (`firstMs`, doubling per failure in a row, at most `maxMs`).
+ * A failure is often passing (a holder that left, the registry unreachable), so the first retry
+ * comes soon. Pure.
+ */
+export function retryDue(
+  failed: FailedAttempt,
+  holders: readonly string[],
+  now: number,
+  backoff: { firstMs: number; maxMs: number },
+): boolean {
+  if (holders.some((h) => !failed.holders.includes(h))) return true;
+  const wait = Math.min(backoff.maxMs, backoff.firstMs * 2 ** (failed.attempts - 1));
+  return now - failed.at >= wait;
 }
 
 export interface WorkspaceAcquirerOptions {
@@ -63,7 +94,9 @@ export interface WorkspaceAcquirerOptions {
   onChange: () => void;
   /** How often the fleet's adverts are looked at, ms (default 5 s). */
   intervalMs?: number;
-  /** How long a workspace whose fetch or install failed is left alone, ms (default 10 min). */
+  /** First wait before a workspace whose fetch or install failed is tried again, ms (default 30 s; doubles per failure). */
+  retryFirstMs?: number;
+  /** Longest wait before a failed workspace is tried again, ms (default 10 min). */
   retryMs?: number;
   /** Longest an install may take, ms (default 15 min). */
   installTimeoutMs?: number;
@@ -98,7 +131,7 @@ const READY = '.ready';
 export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): WorkspaceAcquirer {
   const { dir, held, served } = options;
   const now = options.now ?? Date.now;
-  const failedAt = new Map<string, number>();
+  const failed = new Map<string, FailedAttempt>();
   const current = new Set<string>();
   const stopping = new AbortController();
   let loop: Promise<void> | null = null;
@@ -153,7 +186,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
       const got = await fetchWorkspace({
         host: options.host,
         id,
-        holders,
+        holders: () => holdersOf(options.nodes(), id),
         dir,
         signal: stopping.signal,
         ...(options.onOffence ? { onOffence: options.onOffence } : {}),
@@ -166,6 +199,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
         ...(options.installTimeoutMs ? { timeoutMs: options.installTimeoutMs } : {}),
       });
       await writeFile(`${got.root}${READY}`, JSON.stringify({ fetchedMs, installMs: installed.ms }));
+      failed.delete(id);
       adopt(id, got.root, got.manifest);
       await enforceCap(new Set([id]));
       log.info(
@@ -180,18 +214,29 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
       );
     } catch (err) {
       if (stopping.signal.aborted) return;
-      failedAt.set(id, now());
-      log.warn('workspace %s could not be fetched and installed: %s', id, (err as Error).message);
+      const attempts = (failed.get(id)?.attempts ?? 0) + 1;
+      failed.set(id, {
+        at: now(),
+        attempts,
+        holders: [...new Set([...holders, ...holdersOf(options.nodes(), id)])],
+      });
+      log.warn(
+        'workspace %s could not be fetched and installed (attempt %d; tried again later, or once another node holds it): %s',
+        id,
+        attempts,
+        (err as Error).message,
+      );
     } finally {
       current.delete(id);
       options.onChange();
     }
   };
 
-  const skip = (id: string) => {
+  const backoff = { firstMs: options.retryFirstMs ?? 30_000, maxMs: options.retryMs ?? 10 * 60_000 };
+  const skip = (id: string, holders: readonly string[]) => {
     if (held.has(id) || current.has(id)) return true;
-    const failed = failedAt.get(id);
-    return failed !== undefined && now() - failed < (options.retryMs ?? 10 * 60_000);
+    const last = failed.get(id);
+    return last !== undefined && !retryDue(last, holders, now(), backoff);
   };
 
   return {

@@ -16,7 +16,7 @@ import {
   WorkspaceReply,
   type WorkspaceRequest,
 } from '../../protocol/workspace.ts';
-import { sleep } from '../async/sleep.ts';
+import { pause } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import { FrameError } from '../wire/framed.ts';
 import { dialFramed, type StreamHost } from '../wire/streams.ts';
@@ -31,8 +31,13 @@ export interface FetchWorkspaceOptions {
   host: StreamHost;
   /** Content id of the workspace wanted. */
   id: string;
-  /** Peer ids of the nodes that advertise it. */
-  holders: readonly string[];
+  /**
+   * Peer ids of the nodes that advertise it: a list, or a function asked again while the fetch runs,
+   * so that holders that appear later (adverts arrive one by one) join in.
+   */
+  holders: readonly string[] | (() => readonly string[]);
+  /** With chunks missing and every holder so far dropped, how long to wait for a new one, ms (default 30 s). */
+  holderWaitMs?: number;
   /** The workspaces dir (`<data dir>/workspaces`): the result lands in `<dir>/<hex of id>/`. */
   dir: string;
   /** Called when a holder breaks the protocol (a manifest that is not the id, bytes that are not the chunk). */
@@ -175,6 +180,124 @@ async function assemble(manifest: Manifest, chunkDir: string, tree: string): Pro
   return null;
 }
 
+interface ChunkFetch {
+  host: StreamHost;
+  id: string;
+  /** Where verified chunks are kept, each named by its hash. */
+  chunkDir: string;
+  signal: AbortSignal;
+  /** A signal for one request: the fetch's, with the request timeout. */
+  timeout: () => AbortSignal;
+  /** The holders now (asked again after each batch and every second). */
+  holders: () => readonly string[];
+  /** Holders in use: a dropped one leaves this set and is never asked again. */
+  live: Set<string>;
+  /** Holders dropped so far (before the chunks, for their manifest). */
+  dropped: readonly { peer: string }[];
+  drop: (peer: string, err: unknown) => void;
+  perHolder: number;
+  perRequest: number;
+  holderWaitMs: number;
+}
+
+/**
+ * Fetches the chunks in `queue` from the holders, `perHolder` requests in flight each, writing each
+ * verified chunk to disk; a chunk that did not arrive goes back on the queue for another holder.
+ * Holders that appear while it runs join in. Returns the number fetched; what is left in `queue`
+ * when it returns had no holder (every one dropped, none new within `holderWaitMs`).
+ */
+async function fetchChunks(c: ChunkFetch, queue: string[]): Promise<number> {
+  let fetched = 0;
+  let inFlight = 0;
+  let wake: (() => void) | null = null;
+  let changed = new Promise<void>((r) => (wake = r));
+  const notify = () => {
+    wake?.();
+    changed = new Promise<void>((r) => (wake = r));
+  };
+
+  const batchFrom = async (peer: string, batch: string[], done: Set<string>) => {
+    let next = 0;
+    await request(
+      c.host,
+      peer,
+      { v: 1, kind: 'chunks', id: c.id, hashes: batch },
+      c.timeout(),
+      async (reply) => {
+        if (reply.kind !== 'chunk') throw new HolderOffence(`sent a ${reply.kind} for a chunk request`);
+        const want = batch[next++];
+        if (want === undefined) throw new HolderOffence('sent more chunks than asked for');
+        const checked = checkChunk(reply, want);
+        if ('problem' in checked) throw new HolderOffence(checked.problem);
+        await writeFile(join(c.chunkDir, `${want}.tmp`), checked.bytes);
+        await rename(join(c.chunkDir, `${want}.tmp`), join(c.chunkDir, want));
+        done.add(want);
+        fetched++;
+        return next < batch.length;
+      },
+    );
+  };
+  const worker = async (peer: string) => {
+    while (c.live.has(peer) && !c.signal.aborted) {
+      if (queue.length === 0) {
+        if (inFlight === 0) return;
+        await changed;
+        continue;
+      }
+      const batch = queue.splice(0, c.perRequest);
+      const done = new Set<string>();
+      inFlight++;
+      let busy = false;
+      try {
+        await batchFrom(peer, batch, done);
+      } catch (err) {
+        if (c.signal.aborted) return;
+        busy = err instanceof HolderBusy;
+        if (!busy) c.drop(peer, err);
+      } finally {
+        queue.push(...batch.filter((h) => !done.has(h)));
+        inFlight--;
+        notify();
+      }
+      if (busy) await pause(BUSY_PAUSE_MS, c.signal);
+    }
+  };
+
+  const known = new Set(c.dropped.map((d) => d.peer));
+  const running: Promise<void>[] = [];
+  const recruit = () => {
+    for (const peer of [...c.live, ...c.holders()]) {
+      if (known.has(peer)) continue;
+      known.add(peer);
+      c.live.add(peer);
+      for (let i = 0; i < c.perHolder; i++) running.push(worker(peer));
+    }
+  };
+  // Wakes the loop below every second (to look for new holders) and at once on an abort.
+  const tick = setInterval(notify, 1000);
+  c.signal.addEventListener('abort', notify);
+  try {
+    let alone: number | null = null;
+    for (;;) {
+      c.signal.throwIfAborted();
+      recruit();
+      if (queue.length === 0 && inFlight === 0) break;
+      if (c.live.size > 0) alone = null;
+      else {
+        alone ??= Date.now();
+        if (Date.now() - alone >= c.holderWaitMs) break;
+      }
+      await changed;
+    }
+  } finally {
+    clearInterval(tick);
+    c.signal.removeEventListener('abort', notify);
+  }
+  await Promise.all(running);
+  c.signal.throwIfAborted();
+  return fetched;
+}
+
 /**
  * Fetches workspace `id` from its holders into `<dir>/<hex>/`: the manifest from the first holder
  * whose manifest hashes to the id, then every chunk from all holders at once, each verified on
@@ -193,7 +316,9 @@ export async function fetchWorkspace(options: FetchWorkspaceOptions): Promise<Fe
   const chunkDir = join(partial, 'chunks');
   await mkdir(chunkDir, { recursive: true });
   const dropped: { peer: string; why: string }[] = [];
-  const live = new Set(options.holders);
+  const currentHolders =
+    typeof options.holders === 'function' ? options.holders : () => options.holders as readonly string[];
+  const live = new Set(currentHolders());
   const drop = (peer: string, err: unknown) => {
     if (!live.delete(peer)) return;
     const why = (err as Error)?.message ?? String(err);
@@ -214,7 +339,7 @@ export async function fetchWorkspace(options: FetchWorkspaceOptions): Promise<Fe
       if (manifestProblems(m, id).length === 0) manifest = m;
     } catch {}
   }
-  for (const peer of options.holders) {
+  for (const peer of live) {
     if (manifest) break;
     signal.throwIfAborted();
     try {
@@ -234,57 +359,23 @@ export async function fetchWorkspace(options: FetchWorkspaceOptions): Promise<Fe
   const have = await chunksOnDisk(chunkDir, wanted);
   const reused = have.size;
   const queue = [...wanted].filter((h) => !have.has(h));
-  let fetched = 0;
-  const per = Math.min(MAX_CHUNKS_PER_REQUEST, Math.max(1, options.chunksPerRequest ?? 8));
-  let inFlight = 0;
-  let wake: (() => void) | null = null;
-  let changed = new Promise<void>((r) => (wake = r));
-  const notify = () => {
-    wake?.();
-    changed = new Promise<void>((r) => (wake = r));
-  };
-
-  const worker = async (peer: string) => {
-    while (live.has(peer)) {
-      signal.throwIfAborted();
-      if (queue.length === 0) {
-        if (inFlight === 0) return;
-        await changed;
-        continue;
-      }
-      const batch = queue.splice(0, per);
-      inFlight++;
-      const done = new Set<string>();
-      let busy = false;
-      try {
-        let next = 0;
-        await request(host, peer, { v: 1, kind: 'chunks', id, hashes: batch }, timeout(), async (reply) => {
-          if (reply.kind !== 'chunk') throw new HolderOffence(`sent a ${reply.kind} for a chunk request`);
-          const want = batch[next++];
-          if (want === undefined) throw new HolderOffence('sent more chunks than asked for');
-          const checked = checkChunk(reply, want);
-          if ('problem' in checked) throw new HolderOffence(checked.problem);
-          await writeFile(join(chunkDir, `${want}.tmp`), checked.bytes);
-          await rename(join(chunkDir, `${want}.tmp`), join(chunkDir, want));
-          done.add(want);
-          fetched++;
-          return next < batch.length;
-        });
-      } catch (err) {
-        signal.throwIfAborted();
-        if (!(err instanceof HolderBusy)) drop(peer, err);
-        busy = err instanceof HolderBusy;
-      } finally {
-        queue.push(...batch.filter((h) => !done.has(h)));
-        inFlight--;
-        notify();
-      }
-      if (busy) await sleep(BUSY_PAUSE_MS, signal);
-    }
-  };
-  const perHolder = Math.max(1, options.perHolder ?? 2);
-  await Promise.all([...live].flatMap((peer) => Array.from({ length: perHolder }, () => worker(peer))));
-  signal.throwIfAborted();
+  const fetched = await fetchChunks(
+    {
+      host,
+      id,
+      chunkDir,
+      signal,
+      timeout,
+      holders: currentHolders,
+      live,
+      dropped,
+      drop,
+      perHolder: Math.max(1, options.perHolder ?? 2),
+      perRequest: Math.min(MAX_CHUNKS_PER_REQUEST, Math.max(1, options.chunksPerRequest ?? 8)),
+      holderWaitMs: options.holderWaitMs ?? 30_000,
+    },
+    queue,
+  );
   if (queue.length > 0)
     throw new Error(
       `workspace ${id}: ${queue.length} chunks missing and no holder left (${describe(dropped)})`,

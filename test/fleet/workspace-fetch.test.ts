@@ -105,7 +105,15 @@ describe('a laptop that joined with --fetch-workspaces', () => {
         (await status(submitter)).nodes.find((n) => n.peerId === laptopPeer)?.workspaces.includes(id),
       120_000,
       "the laptop's advert holding the workspace",
-    );
+    ).catch((err: Error) => {
+      // What the laptop said about the workspace, so that a failure names its cause.
+      const said = laptop.proc
+        .output()
+        .split('\n')
+        .filter((l) => /workspace/.test(l))
+        .slice(-15);
+      throw new Error(`${err.message}\n${said.join('\n')}`);
+    });
     const out = laptop.proc.output();
     expect(out).toMatch(new RegExp(`dropping workspace holder ${holderPeer}`));
     expect(out).toMatch(/workspace sha256:[0-9a-f]+ ready in .*installed \(npm ci\)/);

@@ -6,6 +6,8 @@ import type { Host } from '../../node/fleet/host.ts';
 import {
   createWorkspaceAcquirer,
   fetchedWorkspaceId,
+  holdersOf,
+  retryDue,
   wantedWorkspaces,
 } from '../../node/workspace/acquire.ts';
 import { manifestPath, workspaceDirName } from '../../node/workspace/fetch.ts';
@@ -36,6 +38,43 @@ describe('wantedWorkspaces', () => {
   it('never lists its own workspaces as wanted from itself, nor anything when all is held', () => {
     expect(wantedWorkspaces([node('me', [ws('a')], true)], () => false)).toEqual([]);
     expect(wantedWorkspaces([node('p', [ws('a')])], () => true)).toEqual([]);
+  });
+});
+
+describe('holdersOf', () => {
+  it('lists the other nodes advertising the workspace, sorted, never this node', () => {
+    const nodes = [node('me', [ws('a')], true), node('p2', [ws('a')]), node('p1', [ws('a'), ws('b')])];
+    expect(holdersOf(nodes, ws('a'))).toEqual(['p1', 'p2']);
+    expect(holdersOf(nodes, ws('c'))).toEqual([]);
+  });
+
+  it('lets skip see the holders of each workspace', () => {
+    const seen: [string, readonly string[]][] = [];
+    wantedWorkspaces([node('p1', [ws('a')]), node('p2', [ws('a')])], (id, h) => {
+      seen.push([id, h]);
+      return false;
+    });
+    expect(seen).toEqual([[ws('a'), ['p1', 'p2']]]);
+  });
+});
+
+describe('retryDue', () => {
+  const backoff = { firstMs: 30_000, maxMs: 600_000 };
+  it('waits 30 s after one failure, doubling per failure in a row up to 10 min', () => {
+    const failed = (attempts: number) => ({ at: 0, attempts, holders: ['p1'] });
+    expect(retryDue(failed(1), ['p1'], 29_999, backoff)).toBe(false);
+    expect(retryDue(failed(1), ['p1'], 30_000, backoff)).toBe(true);
+    expect(retryDue(failed(2), ['p1'], 59_999, backoff)).toBe(false);
+    expect(retryDue(failed(2), ['p1'], 60_000, backoff)).toBe(true);
+    expect(retryDue(failed(10), ['p1'], 599_999, backoff)).toBe(false);
+    expect(retryDue(failed(10), ['p1'], 600_000, backoff)).toBe(true);
+  });
+
+  it('tries again at once when a holder the failed attempt did not have appears', () => {
+    const failed = { at: 0, attempts: 5, holders: ['p1', 'p2'] };
+    expect(retryDue(failed, ['p2', 'p3'], 1, backoff)).toBe(true);
+    expect(retryDue(failed, ['p2'], 1, backoff)).toBe(false); // fewer holders: nothing new to try
+    expect(retryDue(failed, [], 1, backoff)).toBe(false);
   });
 });
 

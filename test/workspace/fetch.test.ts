@@ -211,6 +211,53 @@ describe('fetchWorkspace over real libp2p', () => {
     await expectExactTree(got.root);
   });
 
+  it('takes in a holder that appears while it fetches, also after every holder it had is gone', async () => {
+    // The fleet's adverts arrive one by one: the fetch starts knowing one holder, which dies mid-way;
+    // a second, advertised only afterwards, finishes the fetch.
+    const first = await holder({ bytesPerSecond: 10 * CHUNK });
+    const known = [first.peerId.toString()];
+    const chunkDir = join(dest.dir, `.partial-${workspaceDirName(ID())}`, 'chunks');
+    const fetching = fetchWorkspace({
+      host: client,
+      id: ID(),
+      holders: () => known,
+      dir: dest.dir,
+      chunksPerRequest: 2,
+    });
+    for (let i = 0; i < 400; i++) {
+      if ((await readdir(chunkDir).catch(() => [])).length >= 4) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await first.stop();
+    const second = await holder();
+    known.push(second.peerId.toString());
+    const got = await fetching;
+    expect(got.dropped.map((d) => d.peer)).toEqual([first.peerId.toString()]);
+    expect(got.reused).toBe(0);
+    await expectExactTree(got.root);
+  });
+
+  it('gives up when every holder is gone and none appears within holderWaitMs, keeping what arrived', async () => {
+    const only = await holder({ bytesPerSecond: 10 * CHUNK });
+    const chunkDir = join(dest.dir, `.partial-${workspaceDirName(ID())}`, 'chunks');
+    const fetching = fetchWorkspace({
+      host: client,
+      id: ID(),
+      holders: () => [only.peerId.toString()],
+      dir: dest.dir,
+      chunksPerRequest: 2,
+      holderWaitMs: 200,
+    });
+    const failed = expect(fetching).rejects.toThrow(/chunks missing and no holder left/);
+    for (let i = 0; i < 400; i++) {
+      if ((await readdir(chunkDir).catch(() => [])).length >= 4) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await only.stop();
+    await failed;
+    expect((await readdir(chunkDir)).length).toBeGreaterThanOrEqual(4);
+  });
+
   it('drops a holder that sends bytes other than the chunk, records the offence, and fetches from the honest one', async () => {
     const offences: { peer: string; why: string }[] = [];
     const bad = await liar((req) =>
