@@ -180,6 +180,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
 
   const acquire = async (id: string, holders: string[]) => {
     const started = now();
+    log.info('fetching workspace %s from %d holders (%s)', id, holders.length, holders.join(', '));
     current.add(id);
     options.onChange();
     try {
