@@ -33,6 +33,7 @@ import { guardStreams } from './wire/streams.ts';
 import { startWorkerRole, type WorkerRole } from './worker/role.ts';
 import { openSampleLog, SAMPLE_LOG_DB } from './worker/sample-log.ts';
 import { createWorkspaceAcquirer, type WorkspaceAcquirer } from './workspace/acquire.ts';
+import { calibrateWorkspace } from './workspace/calibrate.ts';
 import { workspaceIdentity } from './workspace/content-id.ts';
 import { buildManifest, type ServedWorkspace } from './workspace/manifest.ts';
 import { createWorkspaceServer } from './workspace/serve.ts';
@@ -320,6 +321,8 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
         if (r.fresh) void host.hangUp(peerIdFromString(peer)).catch(() => {});
       },
       onChange: () => fleetMembership.touch(),
+      // Scored in this node's sandbox before the workspace is advertised.
+      calibrate: (root, signal) => calibrateWorkspace({ root, scorer: () => worker.readyScorer(), signal }),
       intervalMs: config.advertIntervalMs,
       inUse: () => new Set(worker?.executor.workspacesInUse() ?? []),
       ...(options.workspacesMaxBytes ? { maxBytes: options.workspacesMaxBytes } : {}),

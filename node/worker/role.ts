@@ -47,6 +47,8 @@ export interface WorkerRoleOptions {
 export interface WorkerRole {
   readonly executor: JobExecutor;
   readonly sampleLog: SampleLog;
+  /** The scorer once the sandbox self-test is over: null when this node cannot score. */
+  readyScorer(): Promise<Scorer | null>;
   /** Why the node cannot log samples now (a full disk, a broken sample log), or null. */
   storageBlocked(): string | null;
   sandbox(): Advert['sandbox'];
@@ -109,6 +111,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     executor,
     sampleLog,
     sandbox: () => sandbox,
+    async readyScorer() {
+      await ready;
+      return scorer;
+    },
     load: () => executor.load(),
     storageBlocked: () => storage.blocked(),
     async stop() {

@@ -5,6 +5,7 @@ import type { Manifest } from '../../protocol/workspace.ts';
 import { pause } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import type { StreamHost } from '../wire/streams.ts';
+import type { WorkspaceCalibration } from './calibrate.ts';
 import {
   chooseEvictions,
   diskBytes,
@@ -90,6 +91,11 @@ export interface WorkspaceAcquirerOptions {
   served: Map<string, ServedWorkspace>;
   /** Called when a holder breaks the protocol. */
   onOffence?: (peer: string, why: string) => void;
+  /**
+   * The calibration sample run on an installed workspace before it is advertised (calibrate.ts);
+   * throws when it fails. None: advertised once installed.
+   */
+  calibrate?: (root: string, signal: AbortSignal) => Promise<WorkspaceCalibration>;
   /** Called when what the node holds or is fetching changes (the advert). */
   onChange: () => void;
   /** How often the fleet's adverts are looked at, ms (default 5 s). */
@@ -120,6 +126,12 @@ export interface WorkspaceAcquirer {
 }
 
 const READY = '.ready';
+
+function describeCalibration(c: WorkspaceCalibration | undefined): string {
+  if (!c) return 'not calibrated';
+  if (c.taskId === null) return 'no task mined to calibrate with';
+  return `calibrated (the reference of ${c.taskId}, one of ${c.mined} tasks mined, scored 1.0) in ${c.ms} ms`;
+}
 
 /**
  * `--fetch-workspaces`: every `intervalMs`, fetches one workspace the fleet's other nodes advertise
@@ -199,12 +211,16 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
         signal: stopping.signal,
         ...(options.installTimeoutMs ? { timeoutMs: options.installTimeoutMs } : {}),
       });
-      await writeFile(`${got.root}${READY}`, JSON.stringify({ fetchedMs, installMs: installed.ms }));
+      const calibration = await options.calibrate?.(got.root, stopping.signal);
+      await writeFile(
+        `${got.root}${READY}`,
+        JSON.stringify({ fetchedMs, installMs: installed.ms, calibration: calibration ?? null }),
+      );
       failed.delete(id);
       adopt(id, got.root, got.manifest);
       await enforceCap(new Set([id]));
       log.info(
-        'workspace %s ready in %s: fetched %d chunks (%d reused) in %d ms, installed (%s) in %d ms',
+        'workspace %s ready in %s: fetched %d chunks (%d reused) in %d ms, installed (%s) in %d ms, %s',
         id,
         got.root,
         got.fetched,
@@ -212,6 +228,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
         fetchedMs,
         installed.commands.join(', ') || 'nothing to install',
         installed.ms,
+        describeCalibration(calibration),
       );
     } catch (err) {
       if (stopping.signal.aborted) return;

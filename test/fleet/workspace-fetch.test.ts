@@ -2,17 +2,21 @@
 // token, a model server and --fetch-workspaces. It fetches the example workspace from the two nodes
 // that hold it (small chunks, capped bandwidth, so the fetch takes a few seconds); one holder is
 // killed halfway. The laptop verifies what arrived, installs it with its lockfile (npm ci), advertises
-// it, and then takes jobs whose samples the submitter verifies.
-import { readdir } from 'node:fs/promises';
+// it, and then takes jobs whose samples the submitter verifies. A collector that joined with the
+// token and no tasks file collects those samples and exports them with the task rows the laptop served.
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Manifest } from '../../node/collector/export.ts';
+import type { CollectorStatus } from '../../node/collector/node.ts';
 import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
 import { workspaceId } from '../../node/workspace/content-id.ts';
 import { workspaceDirName } from '../../node/workspace/fetch.ts';
 import type { Task } from '../../protocol/task.ts';
 import { LEDGER, MODEL, mineLedger, runCampaign, writeTasks } from '../helpers/campaign.ts';
-import { eventually, type Proc, Sandbox } from '../helpers/cli.ts';
-import { initFleet, joinNode, peerIdOf, status, waitForPeers } from '../helpers/fleet.ts';
+import { eventually, type Proc, Sandbox, vtnode } from '../helpers/cli.ts';
+import { collectorStatus } from '../helpers/collect.ts';
+import { INTERVAL, initFleet, joinNode, peerIdOf, status, waitForPeers } from '../helpers/fleet.ts';
 
 const box = new Sandbox();
 const servers: Emulator[] = [];
@@ -24,6 +28,10 @@ let holderPeer: string;
 let laptop: { dataDir: string; proc: Proc };
 let laptopPeer: string;
 let id: string;
+let collector: { dataDir: string; dataset: string };
+/** Filled in by the campaign test: the tasks the laptop ran, and the campaign's scored samples. */
+let laptopTaskIds: string[] = [];
+let scored = 0;
 
 // 4 KiB chunks at 16 KiB/s per holder: the ~110 KB workspace is ~30 chunks, a few seconds' fetch.
 const SERVE = { VTNODE_WORKSPACE_CHUNK_BYTES: '4096', VTNODE_WORKSPACE_BYTES_PER_SECOND: '16384' };
@@ -77,6 +85,25 @@ beforeAll(async () => {
     '1',
   ]);
   laptopPeer = await peerIdOf(laptop.dataDir);
+  // A collector with the token only: no tasks file, no workspace (so no audits).
+  const cDir = await box.tempDir('vt-wsfetch-collector-');
+  collector = { dataDir: cDir, dataset: join(cDir, 'dataset') };
+  const c = box.spawn([
+    'collect',
+    '--data-dir',
+    cDir,
+    '--token',
+    fleet.token,
+    '--listen',
+    '/ip4/127.0.0.1/tcp/0',
+    '--advert-interval',
+    INTERVAL,
+    '--out',
+    collector.dataset,
+    '--catch-up-interval',
+    '2s',
+  ]);
+  await c.waitFor(/is collecting/, 60_000);
 }, 240_000);
 
 afterAll(async () => {
@@ -140,5 +167,27 @@ describe('a laptop that joined with --fetch-workspaces', () => {
     // workspace (a box that cannot read the workspace fails every test run: reward 0).
     expect(laptopTasks.length).toBeGreaterThan(0);
     for (const t of laptopTasks) expect(t.verified, JSON.stringify(t)).toBe(t.samples);
+    laptopTaskIds = laptopTasks.map((t) => t.taskId);
+    scored = res.json!.samples.scored;
   }, 240_000);
+
+  it('its verified samples reach a collector given no tasks file, exported with the task rows the laptop served', async () => {
+    expect(laptopTaskIds.length).toBeGreaterThan(0);
+    const complete = (s: CollectorStatus | null) =>
+      s && s.stats.bodies === scored && s.stats.pending === 0 && s.stats.taskRowsMissing === 0 ? s : null;
+    const s = await eventually(
+      async () => complete(await collectorStatus(collector.dataDir)),
+      60_000,
+      'the collector holding every sample with its task row',
+    );
+    expect(s.stats.taskRowsRejected).toBe(0);
+    const out = join(await box.tempDir('vt-wsfetch-export-'), 'hf');
+    const r = await vtnode(['export', '--from', collector.dataset, '--format', 'hf', '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    const manifest = JSON.parse(await readFile(join(out, 'manifest.json'), 'utf8')) as Manifest;
+    expect(manifest.counts).toMatchObject({ missingTasks: 0 });
+    // Every task the laptop ran (all k samples of a task run on one node) came from the laptop.
+    const sources = new Map(manifest.taskRows.map((t) => [t.taskId, t.source]));
+    for (const t of laptopTaskIds) expect(sources.get(t), t).toBe(laptopPeer);
+  }, 120_000);
 });

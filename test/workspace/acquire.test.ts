@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newPsk } from '../../node/data-dir.ts';
@@ -163,6 +163,58 @@ describe('createWorkspaceAcquirer over real libp2p', () => {
       acquirer = make();
       expect(await acquirer.restore()).toEqual([two]);
       expect(held.get(two)).toBe(join(store, workspaceDirName(two)));
+      await acquirer.stop();
+    } finally {
+      await Promise.all(hosts.map((h) => h.stop()));
+      await cleanup();
+    }
+  }, 120_000);
+
+  it('advertises a fetched workspace only once its calibration passes, trying again after a failure', async () => {
+    const psk = newPsk();
+    const { dir, cleanup } = await tempDir('vtnode-acq-cal-');
+    const hosts: Host[] = [];
+    try {
+      const root = join(dir, 'src');
+      await mkdir(root);
+      await writeFile(join(root, 'package.json'), JSON.stringify({ name: 'cal', version: '1.0.0' }));
+      const w = await buildManifest(root, { chunkBytes: 1024 });
+      const holder = await testHost(psk);
+      const client = await testHost(psk);
+      hosts.push(holder, client);
+      await createWorkspaceServer({ host: holder, workspaces: () => new Map([[w.manifest.id, w]]) });
+      await connect(client, holder);
+      const held = new Map<string, string>();
+      const calibrated: string[] = [];
+      let changes = 0;
+      const acquirer = createWorkspaceAcquirer({
+        host: client,
+        dir: join(dir, 'workspaces'),
+        nodes: () => [
+          node(holder.peerId.toString(), [w.manifest.id]),
+          node(client.peerId.toString(), [], true),
+        ],
+        held,
+        served: new Map(),
+        onChange: () => changes++,
+        calibrate: async (at) => {
+          calibrated.push(at);
+          // The first calibration fails (as a box that cannot read the tree would): not held.
+          if (calibrated.length === 1) {
+            expect(held.has(w.manifest.id)).toBe(false);
+            throw new Error('the reference scored 0 here');
+          }
+          return { taskId: 't1', mined: 3, ms: 5 };
+        },
+        intervalMs: 50,
+        retryFirstMs: 100,
+      });
+      acquirer.start();
+      await until(() => held.has(w.manifest.id), 'workspace held after a second calibration', 60_000);
+      expect(calibrated).toEqual([held.get(w.manifest.id), held.get(w.manifest.id)]);
+      const ready = JSON.parse(await readFile(`${held.get(w.manifest.id)}.ready`, 'utf8'));
+      expect(ready.calibration).toEqual({ taskId: 't1', mined: 3, ms: 5 });
+      expect(changes).toBeGreaterThan(0);
       await acquirer.stop();
     } finally {
       await Promise.all(hosts.map((h) => h.stop()));
