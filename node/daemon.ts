@@ -284,6 +284,13 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
         dataDir,
         models: options.models,
         workspaces,
+        // The acquirer starts below (it needs the worker's scorer): jobs for what it fetches are taken.
+        fetching: {
+          has: (id) => acquirer?.has(id) ?? false,
+          whenReady: (id, signal) =>
+            acquirer?.whenReady(id, signal) ??
+            Promise.reject(new Error(`workspace ${id} is not being fetched`)),
+        },
         unconfined: config.unconfined,
         maxJobs: config.maxJobs,
         onChange: () => fleetMembership.touch(),

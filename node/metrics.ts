@@ -4,7 +4,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 export type GossipTopic = 'advert' | 'digest';
 
 /** How the placer chose a node (placement/placer.ts PlacementReason), or a hedged backup. */
-export type PlacementKind = 'warm' | 'owner' | 'spill' | 'hedge';
+export type PlacementKind = 'warm' | 'owner' | 'spill' | 'fetching' | 'hedge';
 
 /** Distinct origins the collector-lag histogram labels before folding the rest into `other`. */
 export const MAX_ORIGIN_LABELS = 256;

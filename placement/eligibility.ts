@@ -50,7 +50,11 @@ export interface RejectedNode {
 
 /** The eligible nodes for a job, and why each other node was refused. */
 export interface EligibilityResult {
-  eligible: { node: FleetNode; model: AdvertModel }[];
+  /**
+   * `fetching`: the node does not hold the job's workspace yet but advertises it is fetching and
+   * installing it (--fetch-workspaces): eligible at a cost, after every node that holds it (placer.ts).
+   */
+  eligible: { node: FleetNode; model: AdvertModel; fetching: boolean }[];
   rejected: RejectedNode[];
 }
 
@@ -86,7 +90,7 @@ export function modelMemoryBytes(
 
 /**
  * Checks one node against a job's requirements, in this order: serves the model, holds the
- * workspace, sandbox self-test passed, has job capacity, not excluded, not cooling down, memory
+ * workspace (or advertises it is fetching it), sandbox self-test passed, has job capacity, not excluded, not cooling down, memory
  * headroom. Returns the first failed check, or null when the node is eligible.
  *
  * Memory: a model the node reports loaded, or one this submitter already has a job for on the node,
@@ -108,7 +112,7 @@ export function checkNode(
   const { advert } = node;
   const model = servedModel(advert.models, job.model);
   if (!model) return { code: 'model', detail: `does not serve model ${job.model}` };
-  if (!advert.workspaces.includes(job.workspaceId))
+  if (!holdsOrFetches(node, job.workspaceId))
     return { code: 'workspace', detail: `does not hold workspace ${job.workspaceId}` };
   if (!advert.sandbox.ok) {
     const why = advert.sandbox.detail ? `: ${advert.sandbox.detail}` : '';
@@ -140,6 +144,17 @@ export function checkNode(
   return null;
 }
 
+/** True when the node advertises it is fetching `workspaceId` and does not hold it yet. */
+export function fetchingOnly(node: FleetNode, workspaceId: string): boolean {
+  return (
+    !node.advert.workspaces.includes(workspaceId) && (node.advert.fetching?.includes(workspaceId) ?? false)
+  );
+}
+
+function holdsOrFetches(node: FleetNode, workspaceId: string): boolean {
+  return node.advert.workspaces.includes(workspaceId) || fetchingOnly(node, workspaceId);
+}
+
 /** Splits `nodes` into the eligible ones (with the advertised model) and the refused ones (with reasons). */
 export function eligibleNodes(
   nodes: readonly FleetNode[],
@@ -155,7 +170,7 @@ export function eligibleNodes(
     if (rejection) result.rejected.push({ peerId: node.advert.peerId, host: node.advert.host, rejection });
     else {
       const model = servedModel(node.advert.models, job.model)!;
-      result.eligible.push({ node, model });
+      result.eligible.push({ node, model, fetching: fetchingOnly(node, job.workspaceId) });
     }
   }
   return result;

@@ -1,6 +1,7 @@
 import type { AdvertModel } from '../protocol/advert.ts';
 import {
   type EligibilityOptions,
+  type EligibilityResult,
   eligibleNodes,
   explainNoEligible,
   type OutstandingByNode,
@@ -46,10 +47,15 @@ export interface RankedNode {
   cap: number;
   /** Position of the job's (prompt, model) in the node's advertised warm list (0 = newest), or null. */
   warmIndex: number | null;
+  /** The node is fetching the job's workspace, not holding it yet: ranked after every holder. */
+  fetching: boolean;
 }
 
-/** Why the chosen node won: warm for the prompt, rendezvous owner, or the next node after owners at their cap. */
-export type PlacementReason = 'warm' | 'owner' | 'spill';
+/**
+ * Why the chosen node won: warm for the prompt, rendezvous owner, the next node after owners at their
+ * cap, or a node still fetching the workspace (no node holding it had room).
+ */
+export type PlacementReason = 'warm' | 'owner' | 'spill' | 'fetching';
 
 export type Placement =
   | {
@@ -79,6 +85,11 @@ export interface Placer {
    * (prompt fingerprint, model). A node whose advert shows the prompt warm for the model wins if it
    * stays within its cap (the newest warm entry first, then rendezvous order); otherwise the highest
    * ranked node within its cap wins. There always is one: the caps sum to more than the load.
+   *
+   * Nodes still fetching the workspace are eligible at a cost: they are ranked after every node that
+   * holds it (among themselves by the same rules), so they are chosen only when no holder is eligible,
+   * and room (room.ts `withRoom`) reaches them only when no holder has a free slot. Their generation
+   * starts at once; their scoring waits for the fetch.
    */
   place(
     request: PlacementRequest,
@@ -126,6 +137,65 @@ export function createPlacer(options: PlacerOptions = {}): Placer {
   };
   const key = (prompt: string, model: string) => `${prompt}\n${model}`;
 
+  /** One tier of eligible nodes in rendezvous order, each with its load and cap within the tier. */
+  const rankTier = (
+    tier: EligibilityResult['eligible'],
+    request: PlacementRequest,
+    now: number,
+    outstanding?: OutstandingByNode,
+  ): RankedNode[] => {
+    const info = new Map<string, { load: number; warmIndex: number | null; fetching: boolean }>();
+    const candidates: { id: string; weight: number }[] = [];
+    let totalLoad = 0;
+    let totalWeight = 0;
+    for (const { node, model, fetching } of tier) {
+      const peerId = node.advert.peerId;
+      const base = baseWeight(node, model);
+      if (!(base > 0) || !Number.isFinite(base))
+        throw new RangeError(`weight of ${peerId} for ${model.id} must be a positive number, got ${base}`);
+      const weight = base * (reputation?.weightFactor(peerId, now) ?? 1);
+      const own = outstanding?.get(peerId)?.jobs ?? 0;
+      const advertised = countAdvertised ? node.advert.load.queued + node.advert.load.running : 0;
+      const load = own + advertised;
+      const warmIndex = node.advert.warm.findIndex(
+        (w) => w.prompt === request.task.promptFingerprint && w.model === request.model,
+      );
+      info.set(peerId, { load, warmIndex: warmIndex < 0 ? null : warmIndex, fetching });
+      candidates.push({ id: peerId, weight });
+      totalLoad += load;
+      totalWeight += weight;
+    }
+    return hrwRank(key(request.task.promptFingerprint, request.model), candidates).map((c) => {
+      const { load, warmIndex, fetching } = info.get(c.id)!;
+      return {
+        peerId: c.id,
+        weight: c.weight,
+        score: c.score,
+        load,
+        cap: loadCap(epsilon, totalLoad, c.weight, totalWeight),
+        warmIndex,
+        fetching,
+      };
+    });
+  };
+
+  /** The choice within one tier: a warm node within its cap, else the first in rendezvous order within its cap. */
+  const choose = (ranked: RankedNode[]): { chosen: RankedNode; reason: PlacementReason } => {
+    const fits = (r: RankedNode) => r.load + 1 <= r.cap;
+    const fetching = ranked[0]!.fetching;
+    if (warmAffinity) {
+      // Stable sort keeps rendezvous order among nodes where the prompt is equally recent.
+      const warm = ranked
+        .filter((r) => r.warmIndex !== null && fits(r))
+        .sort((a, b) => a.warmIndex! - b.warmIndex!);
+      if (warm[0]) return { chosen: warm[0], reason: fetching ? 'fetching' : 'warm' };
+    }
+    const index = ranked.findIndex(fits);
+    // Unreachable while the caps sum to more than the load; fall back to the owner regardless.
+    const chosen = ranked[Math.max(0, index)]!;
+    return { chosen, reason: fetching ? 'fetching' : index > 0 ? 'spill' : 'owner' };
+  };
+
   return {
     key,
     place(request, nodes, now, outstanding) {
@@ -134,64 +204,22 @@ export function createPlacer(options: PlacerOptions = {}): Placer {
       const { eligible, rejected } = eligibleNodes(nodes, job, now, eligibility, { outstanding, exclude });
       if (eligible.length === 0) return { ok: false, message: explainNoEligible(job, rejected), rejected };
 
-      const byPeer = new Map<string, FleetNode>();
-      const info = new Map<string, { load: number; warmIndex: number | null }>();
-      const candidates: { id: string; weight: number }[] = [];
-      let totalLoad = 0;
-      let totalWeight = 0;
-      for (const { node, model } of eligible) {
-        const peerId = node.advert.peerId;
-        const base = baseWeight(node, model);
-        if (!(base > 0) || !Number.isFinite(base))
-          throw new RangeError(`weight of ${peerId} for ${model.id} must be a positive number, got ${base}`);
-        const weight = base * (reputation?.weightFactor(peerId, now) ?? 1);
-        const own = outstanding?.get(peerId)?.jobs ?? 0;
-        const advertised = countAdvertised ? node.advert.load.queued + node.advert.load.running : 0;
-        const load = own + advertised;
-        const warmIndex = node.advert.warm.findIndex(
-          (w) => w.prompt === request.task.promptFingerprint && w.model === request.model,
-        );
-        byPeer.set(peerId, node);
-        info.set(peerId, { load, warmIndex: warmIndex < 0 ? null : warmIndex });
-        candidates.push({ id: peerId, weight });
-        totalLoad += load;
-        totalWeight += weight;
-      }
-
-      const ranked: RankedNode[] = hrwRank(
-        key(request.task.promptFingerprint, request.model),
-        candidates,
-      ).map((c) => {
-        const { load, warmIndex } = info.get(c.id)!;
-        return {
-          peerId: c.id,
-          weight: c.weight,
-          score: c.score,
-          load,
-          cap: loadCap(epsilon, totalLoad, c.weight, totalWeight),
-          warmIndex,
-        };
-      });
-      const fits = (r: RankedNode) => r.load + 1 <= r.cap;
-
-      let chosen: RankedNode | undefined;
-      let reason: PlacementReason = 'owner';
-      if (warmAffinity) {
-        // Stable sort keeps rendezvous order among nodes where the prompt is equally recent.
-        const warm = ranked
-          .filter((r) => r.warmIndex !== null && fits(r))
-          .sort((a, b) => a.warmIndex! - b.warmIndex!);
-        if (warm[0]) {
-          chosen = warm[0];
-          reason = 'warm';
-        }
-      }
-      if (!chosen) {
-        const index = ranked.findIndex(fits);
-        // Unreachable while the caps sum to more than the load; fall back to the owner regardless.
-        chosen = ranked[Math.max(0, index)]!;
-        reason = index > 0 ? 'spill' : 'owner';
-      }
+      // Holders first; nodes still fetching the workspace after them, each tier ranked on its own.
+      const holders = rankTier(
+        eligible.filter((e) => !e.fetching),
+        request,
+        now,
+        outstanding,
+      );
+      const fetching = rankTier(
+        eligible.filter((e) => e.fetching),
+        request,
+        now,
+        outstanding,
+      );
+      const ranked = [...holders, ...fetching];
+      const byPeer = new Map(eligible.map((e) => [e.node.advert.peerId, e.node]));
+      const { chosen, reason } = choose(holders.length > 0 ? holders : fetching);
       return {
         ok: true,
         peerId: chosen.peerId,

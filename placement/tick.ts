@@ -122,7 +122,16 @@ export function placeTick<T extends PlacementRequest['task']>(input: TickInput<T
     if (!lease) continue;
     ctx.outstanding = book.outstanding();
     free += freeSlots(target, ctx) - before;
-    out.decisions.push({ lease, task, reason: target === p.peerId ? p.reason : 'spill' });
+    out.decisions.push({ lease, task, reason: decisionReason(p, target) });
   }
   return out;
+}
+
+/** Why a job went to `target`: the placer's reason for its own choice, else spill, or fetching. Pure. */
+export function decisionReason(
+  p: { peerId: string; reason: PlacementReason; ranked: readonly { peerId: string; fetching: boolean }[] },
+  target: string,
+): PlacementReason {
+  if (target === p.peerId) return p.reason;
+  return p.ranked.find((r) => r.peerId === target)?.fetching ? 'fetching' : 'spill';
 }

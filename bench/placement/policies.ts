@@ -172,7 +172,7 @@ function vtnodePolicy(
     /** Task id → its active job id. */
     const jobIds = new Map<string, string>();
     const byId = new Map(ctx.nodes.map((n) => [n.spec.id, n]));
-    const reasons = { warm: 0, owner: 0, spill: 0 };
+    const reasons = { warm: 0, owner: 0, spill: 0, fetching: 0 };
     const ms = (now: number) => Math.round(now * 1000);
     const policy: Policy & { reasons: typeof reasons } = {
       kind: 'job',

@@ -42,6 +42,14 @@ export interface StorageHealth {
   failed(err: unknown, path: string): boolean;
 }
 
+/** Workspaces being fetched, as the executor sees them. */
+export interface FetchingWorkspaces {
+  /** True while workspace `id` is being fetched, installed or calibrated. */
+  has(id: string): boolean;
+  /** Its directory once ready; rejects when its fetch, install or calibration fails, or `signal` fires. */
+  whenReady(id: string, signal: AbortSignal): Promise<string>;
+}
+
 export interface JobExecutorOptions {
   /** The libp2p host whose /vtnode/job/1 streams this executor serves. */
   host: StreamHost;
@@ -55,6 +63,11 @@ export interface JobExecutorOptions {
   scorer: Scorer | null;
   /** Workspaces held by this node: content id → directory. */
   workspaces: ReadonlyMap<string, string>;
+  /**
+   * Workspaces this node is fetching (--fetch-workspaces; the acquirer, node/workspace/acquire.ts).
+   * Jobs for them are taken: they generate at once, and their samples are scored once it is ready.
+   */
+  fetching?: FetchingWorkspaces;
   /** Durable sample log: every sample is appended before it is reported. */
   sampleLog: SampleLog;
   /** Storage health: while blocked, jobs are refused and no capacity is advertised (default: always fine). */
@@ -132,7 +145,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     const paused = options.paused?.();
     if (paused) return ['full', `paused (${paused}): this node takes no new jobs until that is over`];
     if (!options.scorer) return ['sandbox-unavailable', 'this node has no working sandbox'];
-    if (!options.workspaces.has(job.task.workspace.id)) {
+    if (!options.workspaces.has(job.task.workspace.id) && !options.fetching?.has(job.task.workspace.id)) {
       return ['workspace-missing', `this node does not hold workspace ${job.task.workspace.id}`];
     }
     if (!options.models.adapterFor(job.model))
@@ -181,6 +194,39 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     };
   }
 
+  /**
+   * The directory of a job's workspace: held now, or once the fetch under way is ready (the samples
+   * count as waiting to score meanwhile, so the submitter gets heartbeats). A fetch that fails is an
+   * infrastructure failure: the job fails and its samples are placed again, never scored 0.
+   */
+  async function workspaceDirFor(
+    job: JobRequest,
+    signal: AbortSignal,
+    activity: JobActivity,
+  ): Promise<string> {
+    const id = job.task.workspace.id;
+    const held = options.workspaces.get(id);
+    if (held) return held;
+    if (!options.fetching?.has(id))
+      throw Object.assign(new Error(`this node no longer holds workspace ${id}`), {
+        reason: 'sandbox-error' as const,
+      });
+    activity.waitingToScore++;
+    try {
+      return await options.fetching.whenReady(id, signal);
+    } catch (err) {
+      signal.throwIfAborted();
+      throw Object.assign(
+        new Error(`workspace ${id} could not be made ready here: ${(err as Error).message}`),
+        {
+          reason: 'sandbox-error' as const,
+        },
+      );
+    } finally {
+      activity.waitingToScore--;
+    }
+  }
+
   async function scoreSample(
     job: JobRequest,
     index: number,
@@ -188,7 +234,7 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     signal: AbortSignal,
     activity: JobActivity,
   ): Promise<SampleBody> {
-    const workspaceDir = options.workspaces.get(job.task.workspace.id)!;
+    const workspaceDir = await workspaceDirFor(job, signal, activity);
     const seed = sampleSeed(job.sampling.seedBase, index);
     const candidate = sample.extract.ok ? sample.extract.code : sample.text;
     let score: SampleBody['score'];

@@ -10,7 +10,12 @@ import { classifyStorageError, errorText } from '../storage/errors.ts';
 import type { StreamHost } from '../wire/streams.ts';
 import { fetchedWorkspaceId } from '../workspace/acquire.ts';
 import { workspaceId } from '../workspace/content-id.ts';
-import { createJobExecutor, type JobExecutor, type StorageHealth } from './executor.ts';
+import {
+  createJobExecutor,
+  type FetchingWorkspaces,
+  type JobExecutor,
+  type StorageHealth,
+} from './executor.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
 
 export interface WorkerRoleOptions {
@@ -28,6 +33,8 @@ export interface WorkerRoleOptions {
   models: ModelService;
   /** Workspaces this node scores against: content id → directory. */
   workspaces: ReadonlyMap<string, string>;
+  /** Workspaces being fetched (--fetch-workspaces): jobs for them are taken and scored once ready. */
+  fetching?: FetchingWorkspaces;
   /** Run candidates without the sandbox (trusted input only). */
   unconfined: boolean;
   /** Jobs run at once. */
@@ -76,6 +83,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       return scorer;
     },
     workspaces: options.workspaces,
+    ...(options.fetching ? { fetching: options.fetching } : {}),
     sampleLog,
     storage,
     maxJobs: options.maxJobs,

@@ -5,6 +5,7 @@ import type { Manifest } from '../../protocol/workspace.ts';
 import { pause } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import type { StreamHost } from '../wire/streams.ts';
+import type { FetchingWorkspaces } from '../worker/executor.ts';
 import type { WorkspaceCalibration } from './calibrate.ts';
 import {
   chooseEvictions,
@@ -114,7 +115,7 @@ export interface WorkspaceAcquirerOptions {
   now?: () => number;
 }
 
-export interface WorkspaceAcquirer {
+export interface WorkspaceAcquirer extends FetchingWorkspaces {
   /** Content ids being fetched or installed now (the advert's `fetching`). */
   fetching(): string[];
   /** Fetched workspaces installed in an earlier run, added to `held` and `served`. */
@@ -145,6 +146,15 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
   const now = options.now ?? Date.now;
   const failed = new Map<string, FailedAttempt>();
   const current = new Set<string>();
+  /** Jobs waiting for a workspace being fetched (whenReady): settled when it is ready or fails. */
+  const waiters = new Map<string, Set<{ resolve: (root: string) => void; reject: (err: Error) => void }>>();
+  const settle = (id: string, outcome: { root: string } | { error: Error }) => {
+    for (const w of waiters.get(id) ?? []) {
+      if ('root' in outcome) w.resolve(outcome.root);
+      else w.reject(outcome.error);
+    }
+    waiters.delete(id);
+  };
   const stopping = new AbortController();
   let loop: Promise<void> | null = null;
 
@@ -218,6 +228,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
       );
       failed.delete(id);
       adopt(id, got.root, got.manifest);
+      settle(id, { root: got.root });
       await enforceCap(new Set([id]));
       log.info(
         'workspace %s ready in %s: fetched %d chunks (%d reused) in %d ms, installed (%s) in %d ms, %s',
@@ -231,6 +242,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
         describeCalibration(calibration),
       );
     } catch (err) {
+      settle(id, { error: err as Error });
       if (stopping.signal.aborted) return;
       const attempts = (failed.get(id)?.attempts ?? 0) + 1;
       failed.set(id, {
@@ -259,6 +271,31 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
 
   return {
     fetching: () => [...current],
+    has: (id) => current.has(id),
+    whenReady(id, signal) {
+      const root = held.get(id);
+      if (root) return Promise.resolve(root);
+      if (!current.has(id)) return Promise.reject(new Error(`workspace ${id} is not being fetched`));
+      return new Promise<string>((resolve, reject) => {
+        const onAbort = () => {
+          waiters.get(id)?.delete(waiter);
+          reject(signal.reason ?? new Error('aborted'));
+        };
+        const waiter = {
+          resolve: (r: string) => {
+            signal.removeEventListener('abort', onAbort);
+            resolve(r);
+          },
+          reject: (e: Error) => {
+            signal.removeEventListener('abort', onAbort);
+            reject(e);
+          },
+        };
+        if (signal.aborted) return onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        waiters.set(id, (waiters.get(id) ?? new Set()).add(waiter));
+      });
+    },
     async restore() {
       const restored: string[] = [];
       for (const name of await readdir(dir).catch(() => [] as string[])) {

@@ -5,15 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { limiter } from '../../node/async/semaphore.ts';
-import type { ModelService } from '../../node/models/service.ts';
 import type { StreamHost } from '../../node/wire/streams.ts';
 import { createJobExecutor } from '../../node/worker/executor.ts';
 import { isQueued, jobLoad, newActivity, trackScoring } from '../../node/worker/job-load.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
-import type { Task } from '../../protocol/task.ts';
-import type { Scorer } from '../../sandbox/scorer.ts';
 import { seededSigner } from '../helpers/digests.ts';
-import { EVAL_FP, jobRequest, sampleTask } from '../helpers/samples.ts';
+import { fakeModels, fakeScorer } from '../helpers/fake-worker.ts';
+import { jobRequest, sampleTask } from '../helpers/samples.ts';
 
 function gate() {
   let open!: () => void;
@@ -90,63 +88,12 @@ describe('the executor: two jobs on a node with one scoring slot', () => {
     // Scoring waits until the test lets each call go, in order.
     const gates: (() => void)[] = [];
     const scoring: Promise<void>[] = [];
-    const scorer = {
-      confinement: { name: 'bwrap' },
-      selfTest: null,
-      fingerprint: async () => EVAL_FP,
-      close: async () => {},
-      score: (request: { task: Task }) => {
-        const started = new Promise<void>((r) => gates.push(r));
-        scoring.push(started);
-        return started.then(() => ({
-          taskId: request.task.id,
-          status: 'scored',
-          error: null,
-          reward: 1,
-          passRate: 1,
-          passed: 2,
-          failed: 0,
-          skipped: 0,
-          todo: 0,
-          reasons: [],
-          tests: [],
-          lints: [],
-          tamper: [],
-          typecheck: 'not-configured',
-          diagnostics: '',
-          warnings: [],
-          fingerprint: EVAL_FP,
-          backend: 'bwrap',
-          run: null,
-          typecheckRun: null,
-          typecheckService: null,
-        }));
-      },
-    } as unknown as Scorer;
-    const models = {
-      adapterFor: () => ({}),
-      async *generate(request: { k: number; seeds: number[] }) {
-        for (let index = 0; index < request.k; index++)
-          yield {
-            ok: true,
-            index,
-            seed: request.seeds[index]!,
-            choice: 0,
-            model: 'qwen',
-            server: 'http://127.0.0.1:1',
-            text: '```ts\nexport const x = 1;\n```',
-            extract: { ok: true, code: 'export const x = 1;\n', lang: 'ts' },
-            finishReason: 'stop',
-            truncated: false,
-            usage: { promptTokens: 100, completionTokens: 10, cachedTokens: null },
-            warm: { warm: 'unknown', source: null },
-            latencyMs: 10,
-            ttftMs: null,
-            tokensPerSecond: 100,
-            attempts: 1,
-          };
-      },
-    } as unknown as ModelService;
+    const scorer = fakeScorer(() => {
+      const started = new Promise<void>((r) => gates.push(r));
+      scoring.push(started);
+      return started;
+    });
+    const models = fakeModels();
     const executor = createJobExecutor({
       host: { handle: async () => {}, unhandle: async () => {} } as unknown as StreamHost,
       peerId: signer.origin,

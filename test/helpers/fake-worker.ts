@@ -1,0 +1,68 @@
+// Fakes of a worker's scorer and model service for executor tests: every sample is one code block,
+// every score a pass, each released when the test says so.
+import type { ModelService } from '../../node/models/service.ts';
+import type { Task } from '../../protocol/task.ts';
+import type { Scorer } from '../../sandbox/scorer.ts';
+import { EVAL_FP } from './samples.ts';
+
+/** A scorer whose every call passes (reward 1) once `gate()` resolves (at once by default). */
+export function fakeScorer(gate: () => Promise<void> = async () => {}): Scorer {
+  return {
+    confinement: { name: 'bwrap' },
+    selfTest: null,
+    fingerprint: async () => EVAL_FP,
+    close: async () => {},
+    score: (request: { task: Task }) =>
+      gate().then(() => ({
+        taskId: request.task.id,
+        status: 'scored',
+        error: null,
+        reward: 1,
+        passRate: 1,
+        passed: 2,
+        failed: 0,
+        skipped: 0,
+        todo: 0,
+        reasons: [],
+        tests: [],
+        lints: [],
+        tamper: [],
+        typecheck: 'not-configured',
+        diagnostics: '',
+        warnings: [],
+        fingerprint: EVAL_FP,
+        backend: 'bwrap',
+        run: null,
+        typecheckRun: null,
+        typecheckService: null,
+      })),
+  } as unknown as Scorer;
+}
+
+/** A model service that answers each of a job's k samples at once with one code block. */
+export function fakeModels(): ModelService {
+  return {
+    adapterFor: () => ({}),
+    async *generate(request: { k: number; seeds: number[] }) {
+      for (let index = 0; index < request.k; index++)
+        yield {
+          ok: true,
+          index,
+          seed: request.seeds[index]!,
+          choice: 0,
+          model: 'qwen',
+          server: 'http://127.0.0.1:1',
+          text: '```ts\nexport const x = 1;\n```',
+          extract: { ok: true, code: 'export const x = 1;\n', lang: 'ts' },
+          finishReason: 'stop',
+          truncated: false,
+          usage: { promptTokens: 100, completionTokens: 10, cachedTokens: null },
+          warm: { warm: 'unknown', source: null },
+          latencyMs: 10,
+          ttftMs: null,
+          tokensPerSecond: 100,
+          attempts: 1,
+        };
+    },
+  } as unknown as ModelService;
+}
