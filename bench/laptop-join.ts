@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createEmulator, type Emulator } from '../node/model-server/emulator.ts';
 import { workspaceIdentity } from '../node/workspace/content-id.ts';
+import { installEnv } from '../node/workspace/install.ts';
 import { LEDGER, MODEL, mineLedger, runCampaign, writeTasks } from '../test/helpers/campaign.ts';
 import { eventually, Sandbox } from '../test/helpers/cli.ts';
 import { initFleet, joinNode, status } from '../test/helpers/fleet.ts';
@@ -40,13 +41,7 @@ async function plainNpmCi(): Promise<number> {
     const child = spawn('npm', ['ci'], {
       cwd: dir,
       stdio: 'ignore',
-      env: {
-        ...process.env,
-        npm_config_audit: 'false',
-        npm_config_fund: 'false',
-        npm_config_update_notifier: 'false',
-        npm_config_prefer_offline: 'true',
-      },
+      env: installEnv(),
     });
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`npm ci exited with ${code}`))));

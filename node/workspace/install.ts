@@ -54,21 +54,26 @@ export interface InstallWorkspaceOptions {
   signal?: AbortSignal;
 }
 
+/** The environment of a workspace's install commands. */
+export function installEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    // No audit or funding calls: the install is what the lockfile pins, nothing more.
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+    // The lockfile's integrity hashes check what the cache holds: no need to ask the registry again.
+    npm_config_prefer_offline: 'true',
+  };
+}
+
 function runCommand(cmd: PlannedCommand, cwd: string, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd.file, cmd.args, {
       cwd,
       stdio: ['ignore', 'ignore', 'pipe'],
       signal,
-      // No audit or funding calls: the install is what the lockfile pins, nothing more.
-      env: {
-        ...process.env,
-        npm_config_audit: 'false',
-        npm_config_fund: 'false',
-        npm_config_update_notifier: 'false',
-        // The lockfile's integrity hashes check what the cache holds: no need to ask the registry again.
-        npm_config_prefer_offline: 'true',
-      },
+      env: installEnv(),
     });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => {
