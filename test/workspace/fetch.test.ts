@@ -92,6 +92,15 @@ async function liar(answer: (req: WorkspaceRequest) => WorkspaceReply[]): Promis
 }
 
 /** Every file under `root`, relative, sorted. */
+/** Waits (up to 10 s) until `n` verified chunks are in `chunkDir`. */
+async function chunksLanded(chunkDir: string, n: number): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if ((await readdir(chunkDir).catch(() => [])).filter((f) => !f.endsWith('.tmp')).length >= n) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`fewer than ${n} chunks landed in ${chunkDir}`);
+}
+
 async function tree(root: string): Promise<string[]> {
   const entries = await readdir(root, { recursive: true, withFileTypes: true });
   return entries
@@ -171,11 +180,7 @@ describe('fetchWorkspace over real libp2p', () => {
     });
     const chunkDir = join(dest.dir, `.partial-${workspaceDirName(ID())}`, 'chunks');
     // wait for some chunks to land, then abort
-    for (let i = 0; i < 200; i++) {
-      const n = (await readdir(chunkDir).catch(() => [])).filter((f) => !f.endsWith('.tmp')).length;
-      if (n >= 5) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await chunksLanded(chunkDir, 5);
     stop.abort(new Error('test stops the fetch'));
     await expect(first).rejects.toThrow();
     const b = await holder();
@@ -201,10 +206,7 @@ describe('fetchWorkspace over real libp2p', () => {
       dir: dest.dir,
       chunksPerRequest: 2,
     });
-    for (let i = 0; i < 400; i++) {
-      if ((await readdir(chunkDir).catch(() => [])).length >= 8) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await chunksLanded(chunkDir, 8);
     await slow.stop();
     const got = await fetching;
     expect(got.dropped.map((d) => d.peer)).toEqual([slow.peerId.toString()]);
@@ -224,10 +226,7 @@ describe('fetchWorkspace over real libp2p', () => {
       dir: dest.dir,
       chunksPerRequest: 2,
     });
-    for (let i = 0; i < 400; i++) {
-      if ((await readdir(chunkDir).catch(() => [])).length >= 4) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await chunksLanded(chunkDir, 4);
     await first.stop();
     const second = await holder();
     known.push(second.peerId.toString());
@@ -249,10 +248,7 @@ describe('fetchWorkspace over real libp2p', () => {
       holderWaitMs: 200,
     });
     const failed = expect(fetching).rejects.toThrow(/chunks missing and no holder left/);
-    for (let i = 0; i < 400; i++) {
-      if ((await readdir(chunkDir).catch(() => [])).length >= 4) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await chunksLanded(chunkDir, 4);
     await only.stop();
     await failed;
     expect((await readdir(chunkDir)).length).toBeGreaterThanOrEqual(4);
