@@ -77,15 +77,8 @@ beforeAll(async () => {
       ),
     ),
   );
-  laptop = await joinNode(box, fleet.token, [
-    '--model-server',
-    servers[2]!.url,
-    '--fetch-workspaces',
-    '--max-jobs',
-    '1',
-  ]);
-  laptopPeer = await peerIdOf(laptop.dataDir);
-  // A collector with the token only: no tasks file, no workspace (so no audits).
+  // A collector with the token only: no tasks file, no workspace (so no audits). It starts before
+  // the laptop joins, so that the first test watches the laptop's fetch from its start.
   const cDir = await box.tempDir('vt-wsfetch-collector-');
   collector = { dataDir: cDir, dataset: join(cDir, 'dataset') };
   const c = box.spawn([
@@ -104,6 +97,14 @@ beforeAll(async () => {
     '2s',
   ]);
   await c.waitFor(/is collecting/, 60_000);
+  laptop = await joinNode(box, fleet.token, [
+    '--model-server',
+    servers[2]!.url,
+    '--fetch-workspaces',
+    '--max-jobs',
+    '1',
+  ]);
+  laptopPeer = await peerIdOf(laptop.dataDir);
 }, 240_000);
 
 afterAll(async () => {
