@@ -112,7 +112,12 @@ interface Running {
   run: JobRun;
   /** Generating, scoring or waiting for a scoring slot: the advert's queued/running split. */
   activity: JobActivity;
+  /** Settles once the job is over and its end is sent (stop waits for it before the log closes). */
+  over: Promise<void>;
 }
+
+/** How long stop() waits for aborted jobs to wind down, ms. */
+const STOP_WAIT_MS = 10_000;
 
 /**
  * The worker side of /vtnode/job/1: accepts or refuses a job, generates its samples on the node's
@@ -437,12 +442,12 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       onCancel: () => abort.abort(new Error('cancelled')),
       onAbandoned: () => abort.abort(new Error('abandoned')),
     });
-    const entry: Running = { job, submitter, abort, run, activity: newActivity() };
+    const entry: Running = { job, submitter, abort, run, activity: newActivity(), over: Promise.resolve() };
     running.set(job.jobId, entry);
     options.onLoadChange?.();
     const deadline = setTimeout(() => abort.abort(new Error('deadline')), job.deadlineMs);
     info('%s', jobAcceptedLine(job, scoredRewards(job).length));
-    void execute(job, run, abort, entry.activity)
+    entry.over = execute(job, run, abort, entry.activity)
       .then(
         () => null,
         (err: Error & { reason?: 'model-error' | 'sandbox-error' }) => {
@@ -577,8 +582,20 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
     workspacesInUse: () => [...new Set([...running.values()].map((r) => r.job.task.workspace.id))],
     async stop() {
       stopped = true;
-      for (const entry of running.values()) entry.abort.abort(new Error('shutdown'));
+      const over = [...running.values()].map((entry) => {
+        entry.abort.abort(new Error('shutdown'));
+        return entry.over;
+      });
       await options.host.unhandle(JOB_PROTOCOL);
+      // The aborted jobs end (their submitters are told `shutdown`) before the caller closes the log.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled(over),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, STOP_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
     },
   };
 }

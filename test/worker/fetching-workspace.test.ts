@@ -80,12 +80,18 @@ async function setup(fetch: FetchingWorkspaces | undefined) {
     sampleLog,
     maxJobs: 2,
   });
-  cleanups.push(async () => {
+  let open = true;
+  /** Stops the executor and closes the log at once, as the worker role does. */
+  const stop = async () => {
     await executor.stop();
-    sampleLog.close();
+    if (open) sampleLog.close();
+    open = false;
+  };
+  cleanups.push(async () => {
+    await stop();
     await rm(dir, { recursive: true, force: true });
   });
-  return { executor, origin: signer.origin, scored };
+  return { executor, origin: signer.origin, scored, stop };
 }
 
 /** Sends one job on a local stream and collects what the worker answers until the stream ends. */
@@ -144,6 +150,18 @@ describe('a job for a workspace the node is fetching', () => {
       message: expect.stringMatching(/could not be made ready here: npm ci exited with 1|no longer holds/),
     });
     expect(scored).toEqual([]);
+  });
+
+  it('ends as shutdown when the node stops, before the node closes its sample log', async () => {
+    // stop() used to return before the aborted job's end path read the log, which the worker role
+    // then closed: "statement has been finalized", an unhandled rejection that crashes a daemon.
+    const fetch = pendingFetch(WS_ID);
+    const { executor, origin, stop } = await setup(fetch.fetchingWorkspaces);
+    const job = runJob(executor, origin);
+    await until(() => fetch.asked() === 2, 'both samples waiting for the workspace');
+    await stop();
+    const messages = await job.done;
+    expect(messages.at(-1)).toMatchObject({ type: 'end', status: 'failed', reason: 'shutdown' });
   });
 
   it('is refused by a node that neither holds nor fetches the workspace', async () => {
