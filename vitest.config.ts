@@ -19,9 +19,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     teardownTimeout: 10_000,
     // Integration tests start fleets of real processes and sandboxed test runs; two cores are all
-    // a CI machine has, so within each project (lane) test files run one at a time (each file's own
-    // timeouts stay meaningful). `npm test` runs the two lanes side by side, one vitest process each
-    // (vitest itself runs every one-at-a-time file of every project in one sequence).
+    // a CI machine has, so within each lane test files run one at a time (each file's own timeouts
+    // stay meaningful), and the two lanes run side by side.
     projects: [
       {
         extends: true,
