@@ -221,12 +221,8 @@ export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
       return await options.fetching.whenReady(id, signal);
     } catch (err) {
       signal.throwIfAborted();
-      throw Object.assign(
-        new Error(`workspace ${id} could not be made ready here: ${(err as Error).message}`),
-        {
-          reason: 'sandbox-error' as const,
-        },
-      );
+      const why = `workspace ${id} could not be made ready here: ${(err as Error).message}`;
+      throw Object.assign(new Error(why), { reason: 'sandbox-error' as const });
     } finally {
       activity.waitingToScore--;
     }
