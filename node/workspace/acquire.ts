@@ -79,6 +79,33 @@ export function retryDue(
   return now - failed.at >= wait;
 }
 
+/** What the acquirer knows of one workspace when deciding whether to fetch it now. */
+export interface WorkspaceState {
+  /** Held already, or being fetched or installed now. */
+  busy: boolean;
+  /** The failed attempts in a row, if its last attempt failed. */
+  failed?: FailedAttempt | undefined;
+  /** When it was last evicted to stay under the size cap (ms), if it was. */
+  evictedAt?: number | undefined;
+}
+
+/**
+ * Whether a workspace the fleet advertises is fetched now: not when held or under way, not while a
+ * failure's backoff runs (retryDue), and not within `maxMs` of its eviction for the size cap, so a
+ * node whose cap fits fewer workspaces than the fleet advertises does not fetch and evict them in
+ * turn. Pure.
+ */
+export function fetchDue(
+  state: WorkspaceState,
+  holders: readonly string[],
+  now: number,
+  backoff: { firstMs: number; maxMs: number },
+): boolean {
+  if (state.busy) return false;
+  if (state.evictedAt !== undefined && now - state.evictedAt < backoff.maxMs) return false;
+  return state.failed === undefined || retryDue(state.failed, holders, now, backoff);
+}
+
 export interface WorkspaceAcquirerOptions {
   /** Host that dials the holders. */
   host: StreamHost;
@@ -103,7 +130,7 @@ export interface WorkspaceAcquirerOptions {
   intervalMs?: number;
   /** First wait before a workspace whose fetch or install failed is tried again, ms (default 30 s; doubles per failure). */
   retryFirstMs?: number;
-  /** Longest wait before a failed workspace is tried again, ms (default 10 min). */
+  /** Longest wait before a failed workspace is tried again, and before an evicted one is fetched again, ms (default 10 min). */
   retryMs?: number;
   /** Longest an install may take, ms (default 15 min). */
   installTimeoutMs?: number;
@@ -137,14 +164,16 @@ function describeCalibration(c: WorkspaceCalibration | undefined): string {
 /**
  * `--fetch-workspaces`: every `intervalMs`, fetches one workspace the fleet's other nodes advertise
  * and this node lacks (node/workspace/fetch.ts), installs and builds it (install.ts), and only then
- * adds it to what the node holds, serves and advertises. One at a time; a failure is retried after
- * `retryMs`. A workspace ready in an earlier run is restored without fetching. Fetched workspaces
- * stay under `maxBytes` on disk: the least recently used one no running job uses is evicted first.
+ * adds it to what the node holds, serves and advertises. One at a time; a failure is retried with a
+ * backoff (retryDue). A workspace ready in an earlier run is restored without fetching. Fetched
+ * workspaces stay under `maxBytes` on disk: the least recently used one no running job uses is
+ * evicted first, and not fetched again for `retryMs` (fetchDue).
  */
 export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): WorkspaceAcquirer {
   const { dir, held, served } = options;
   const now = options.now ?? Date.now;
   const failed = new Map<string, FailedAttempt>();
+  const evictedAt = new Map<string, number>();
   const current = new Set<string>();
   /** Jobs waiting for a workspace being fetched (whenReady): settled when it is ready or fails. */
   const waiters = new Map<string, Set<{ resolve: (root: string) => void; reject: (err: Error) => void }>>();
@@ -193,6 +222,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
       held.delete(id);
       served.delete(id);
       fetchedIds.delete(id);
+      evictedAt.set(id, now());
       options.onChange();
       await removeWorkspaceFiles(rootOf(id), manifestPath(dir, id), `${rootOf(id)}${READY}`);
       log.info('evicted workspace %s (least recently used) to stay under the size cap', id);
@@ -227,6 +257,7 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
         JSON.stringify({ fetchedMs, installMs: installed.ms, calibration: calibration ?? null }),
       );
       failed.delete(id);
+      evictedAt.delete(id);
       adopt(id, got.root, got.manifest);
       settle(id, { root: got.root });
       await enforceCap(new Set([id]));
@@ -263,11 +294,13 @@ export function createWorkspaceAcquirer(options: WorkspaceAcquirerOptions): Work
   };
 
   const backoff = { firstMs: options.retryFirstMs ?? 30_000, maxMs: options.retryMs ?? 10 * 60_000 };
-  const skip = (id: string, holders: readonly string[]) => {
-    if (held.has(id) || current.has(id)) return true;
-    const last = failed.get(id);
-    return last !== undefined && !retryDue(last, holders, now(), backoff);
-  };
+  const skip = (id: string, holders: readonly string[]) =>
+    !fetchDue(
+      { busy: held.has(id) || current.has(id), failed: failed.get(id), evictedAt: evictedAt.get(id) },
+      holders,
+      now(),
+      backoff,
+    );
 
   return {
     fetching: () => [...current],

@@ -292,6 +292,8 @@ async function fetchChunks(c: ChunkFetch, queue: string[]): Promise<number> {
   } finally {
     clearInterval(tick);
     c.signal.removeEventListener('abort', notify);
+    // Also on an abort: no worker may still write a chunk once the fetch has settled.
+    await Promise.allSettled(running);
   }
   await Promise.all(running);
   c.signal.throwIfAborted();

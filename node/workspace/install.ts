@@ -1,10 +1,12 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { parseJsonWith } from '../../protocol/parse.ts';
+import { groupAlive, killGroup } from '../../sandbox/group-run.ts';
 import { INSTALL_COMMANDS } from '../../sandbox/install-root.ts';
 import { checkWorkspaceReady, describeReadiness } from '../../sandbox/workspace-ready.ts';
+import { pause } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 
 const log = logger('vtnode:workspace:install');
@@ -67,31 +69,51 @@ export function installEnv(): NodeJS.ProcessEnv {
   };
 }
 
+/**
+ * Runs one install command as the leader of its own process group. An abort kills the whole group
+ * (npm's and the build's children too), and the promise settles only once the group is gone, so the
+ * caller never removes or reuses a tree that a dying install still writes into.
+ */
 function runCommand(cmd: PlannedCommand, cwd: string, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd.file, cmd.args, {
       cwd,
       stdio: ['ignore', 'ignore', 'pipe'],
-      signal,
+      detached: true,
       env: installEnv(),
     });
+    const what = `${cmd.file} ${cmd.args.join(' ')} in ${cwd}`;
+    const onAbort = () => killGroup(child);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => {
       stderr = (stderr + d.toString()).slice(-4000);
     });
-    child.on('error', (err) =>
-      reject(new Error(`${cmd.file} ${cmd.args.join(' ')} in ${cwd}: ${err.message}`)),
-    );
-    child.on('close', (code, sig) => {
-      if (code === 0) resolve();
+    child.on('error', (err) => {
+      signal.removeEventListener('abort', onAbort);
+      reject(new Error(`${what}: ${err.message}`));
+    });
+    child.on('close', async (code, sig) => {
+      signal.removeEventListener('abort', onAbort);
+      // The leader is gone; what it started may not be (a killed group, or a leader that left children).
+      await reapGroup(child);
+      if (signal.aborted) reject(signal.reason ?? new Error(`${what}: aborted`));
+      else if (code === 0) resolve();
       else
         reject(
-          new Error(
-            `${cmd.file} ${cmd.args.join(' ')} in ${cwd} exited with ${code ?? sig}: ${stderr.trim().split('\n').slice(-5).join(' | ')}`,
-          ),
+          new Error(`${what} exited with ${code ?? sig}: ${stderr.trim().split('\n').slice(-5).join(' | ')}`),
         );
     });
   });
+}
+
+/** Kills what is left of a command's process group and waits (at most 5 s) until none of it runs. */
+async function reapGroup(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined) return;
+  killGroup(child);
+  const deadline = performance.now() + 5000;
+  while (groupAlive(child.pid) && performance.now() < deadline) await pause(20);
 }
 
 /**

@@ -5,6 +5,7 @@ import { newPsk } from '../../node/data-dir.ts';
 import type { Host } from '../../node/fleet/host.ts';
 import {
   createWorkspaceAcquirer,
+  fetchDue,
   fetchedWorkspaceId,
   holdersOf,
   retryDue,
@@ -75,6 +76,28 @@ describe('retryDue', () => {
     expect(retryDue(failed, ['p2', 'p3'], 1, backoff)).toBe(true);
     expect(retryDue(failed, ['p2'], 1, backoff)).toBe(false); // fewer holders: nothing new to try
     expect(retryDue(failed, [], 1, backoff)).toBe(false);
+  });
+});
+
+describe('fetchDue', () => {
+  const backoff = { firstMs: 30_000, maxMs: 600_000 };
+  it('fetches what is neither held nor under way, and never what is', () => {
+    expect(fetchDue({ busy: false }, ['p1'], 0, backoff)).toBe(true);
+    expect(fetchDue({ busy: true }, ['p1'], 0, backoff)).toBe(false);
+    expect(fetchDue({ busy: true, evictedAt: -1e9 }, ['p1'], 0, backoff)).toBe(false);
+  });
+
+  it('does not fetch again within the longest backoff of evicting it for the size cap, even from new holders', () => {
+    const evicted = { busy: false, evictedAt: 1000 };
+    expect(fetchDue(evicted, ['p1', 'p2', 'p3'], 1000 + 599_999, backoff)).toBe(false);
+    expect(fetchDue(evicted, ['p1'], 1000 + 600_000, backoff)).toBe(true);
+  });
+
+  it('follows the failure backoff once an eviction is old', () => {
+    const failed = { at: 5000, attempts: 1, holders: ['p1'] };
+    expect(fetchDue({ busy: false, failed, evictedAt: 0 }, ['p1'], 600_000, backoff)).toBe(true);
+    expect(fetchDue({ busy: false, failed }, ['p1'], 5000 + 29_999, backoff)).toBe(false);
+    expect(fetchDue({ busy: false, failed }, ['p1', 'p9'], 5001, backoff)).toBe(true);
   });
 });
 

@@ -1,4 +1,4 @@
-import { cp, readdir, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { installPlan, installWorkspace } from '../../node/workspace/install.ts';
@@ -58,4 +58,34 @@ describe('installWorkspace', () => {
       await cleanup();
     }
   });
+
+  it('on an abort, kills the whole install (the build and what it started) before it settles', async () => {
+    const { dir, cleanup } = await tempDir('vtnode-install-abort-');
+    try {
+      // A build whose grandchild keeps writing into the tree, as a slow compiler would.
+      const writer = `require('fs').writeFileSync('writer.pid', String(process.pid)); setInterval(() => require('fs').writeFileSync('tick-' + Date.now(), ''), 5)`;
+      await writeFile(
+        join(dir, 'package.json'),
+        JSON.stringify({ name: 'x', scripts: { build: `node -e "${writer.replaceAll('"', '\\"')}"` } }),
+      );
+      await writeFile(join(dir, 'writer.js'), '');
+      const stop = new AbortController();
+      const install = installWorkspace({ root: dir, files: ['package.json'], signal: stop.signal });
+      const pidFile = join(dir, 'writer.pid');
+      const deadline = Date.now() + 60_000;
+      while (!(await readFile(pidFile, 'utf8').catch(() => ''))) {
+        if (Date.now() > deadline) throw new Error('the build never started');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const pid = Number(await readFile(pidFile, 'utf8'));
+      stop.abort(new Error('the node is stopping'));
+      await expect(install).rejects.toThrow('the node is stopping');
+      expect(() => process.kill(pid, 0)).toThrow(); // the writer is gone once the install settled
+      const after = await readdir(dir);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await readdir(dir)).toEqual(after); // and nothing writes into the tree any more
+    } finally {
+      await cleanup();
+    }
+  }, 90_000);
 });
