@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { generateKeyPair } from '@libp2p/crypto/keys';
+import type { PrivateKey } from '@libp2p/interface';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollector } from '../../node/collector/collector.ts';
 import { type DatasetStore, openDatasetStore } from '../../node/collector/store.ts';
@@ -34,8 +36,8 @@ let tmp: Awaited<ReturnType<typeof tempDir>>;
 const hosts: Host[] = [];
 const stores: DatasetStore[] = [];
 
-async function host(): Promise<Host> {
-  const h = await testHost(psk);
+async function host(privateKey?: PrivateKey): Promise<Host> {
+  const h = await testHost(psk, privateKey);
   hosts.push(h);
   return h;
 }
@@ -70,8 +72,8 @@ async function worker(name: string): Promise<Worker> {
 }
 
 /** A collector's node: a host serving its dataset as `vtnode collect` does (/vtnode/sample/2, /vtnode/log/2). */
-async function collectorHost(s: DatasetStore): Promise<Host> {
-  const h = await host();
+async function collectorHost(s: DatasetStore, privateKey?: PrivateKey): Promise<Host> {
+  const h = await host(privateKey);
   await createSampleServer({ host: h, source: s });
   await createLogServer({ host: h, source: s });
   return h;
@@ -266,8 +268,13 @@ describe('collector', () => {
   it('a holder that serves another body under a row’s (origin, seq) is a conflict against it; the body comes from an honest holder', async () => {
     const w = await worker('w-liar-holder');
     const [d] = w.append(1);
+    // Other holders are asked in peer-id order: of two keys, the liar gets the one whose id sorts first.
+    // (Drawing liars until one sorted below a given honest id failed when that id itself sorted low.)
+    const [liarKey, honestKey] = (
+      await Promise.all([generateKeyPair('Ed25519'), generateKeyPair('Ed25519')])
+    ).sort((a, b) => (peerIdFromPrivateKey(a).toString() < peerIdFromPrivateKey(b).toString() ? -1 : 1));
     const honestStore = store('holder-honest');
-    const honestHolder = await collectorHost(honestStore);
+    const honestHolder = await collectorHost(honestStore, honestKey);
     await connect(honestHolder, w.host);
     const h = createCollector({
       host: honestHolder,
@@ -276,10 +283,7 @@ describe('collector', () => {
     });
     await h.catchUp();
     await h.idle();
-    // Other holders are asked in peer-id order: the liar's id sorts before the honest holder's.
-    let liar = await host();
-    for (let i = 0; i < 30 && liar.peerId.toString() > honestHolder.peerId.toString(); i++)
-      liar = await host();
+    const liar = await host(liarKey);
     expect(liar.peerId.toString() < honestHolder.peerId.toString()).toBe(true);
     await createSampleServer({
       host: liar,
