@@ -234,7 +234,7 @@ console.log('| --- | ---: | --- | ---: | --- | --- |');
 for (const [name, rows] of results) {
   const h = headline(rows);
   console.log(
-    `| ${name} | ${h.makespan.toFixed(2)} | ${h.bestMakespan.policy} (${h.bestMakespan.makespanRatio.toFixed(2)}) | ${h.prefill.toFixed(2)} | ${h.bestPrefill.policy} (${h.bestPrefill.prefillRatio.toFixed(2)}) | ${goal(name, h)} |`,
+    `| ${name} | ${h.makespan.toFixed(2)} | ${h.bestMakespan.policy} (${h.bestMakespan.makespanRatio.toFixed(2)}) | ${h.prefill.toFixed(3)} | ${h.bestPrefill.policy} (${h.bestPrefill.prefillRatio.toFixed(2)}) | ${goal(name, h)} |`,
   );
 }
 
