@@ -1,14 +1,22 @@
 /**
- * Placement simulator: compares routing policies on a standard and a skewed trace, in one run,
- * against the oracle (fewest prefills) and the ideal makespan. Deterministic for a given seed.
+ * Placement simulator: races routing policies on five traces (standard, skewed, homogeneous,
+ * repeated campaigns, laptop churn) against the oracle (fewest prefills) and the ideal makespan, and
+ * vtnode against the best alternative. Deterministic for a given seed.
  *
- *   npx node bench/placement.ts [--seed N] [--tasks N] [--window N] [--seeds N]
+ *   npx node bench/placement.ts [--seed N] [--tasks N] [--window N] [--seeds N] [--traces a,b] [--json]
+ *
+ * --json prints only { "traces": { TRACE: { POLICY: { "prefillRatio", "makespanRatio" } } } }.
  */
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import {
   cacheAware,
+  cacheAwareRequests,
+  chwbl,
+  dynamo,
   leastLoaded,
   leastLoadedJobs,
+  pullQueue,
   random,
   rendezvous,
   roundRobin,
@@ -26,7 +34,10 @@ import {
   type SimResult,
   simulate,
 } from './placement/sim.ts';
-import { K, skewedTrace, standardTrace, type Trace } from './placement/traces.ts';
+import { K, standardTrace, TRACES, type Trace } from './placement/traces.ts';
+
+const USAGE =
+  'usage: npx node bench/placement.ts [--seed N] [--tasks N] [--window N] [--seeds N] [--traces a,b] [--json]';
 
 function args() {
   try {
@@ -36,12 +47,12 @@ function args() {
         tasks: { type: 'string', default: '500' },
         window: { type: 'string' },
         seeds: { type: 'string', default: '5' },
+        traces: { type: 'string', default: Object.keys(TRACES).join(',') },
+        json: { type: 'boolean', default: false },
       },
     });
   } catch (err) {
-    console.error(
-      `${(err as Error).message}\nusage: npx node bench/placement.ts [--seed N] [--tasks N] [--window N] [--seeds N]`,
-    );
+    console.error(`${(err as Error).message}\n${USAGE}`);
     process.exit(2);
   }
 }
@@ -56,12 +67,25 @@ function int(name: string, text: string | undefined, min: number): number {
   return n;
 }
 
+const TraceNames = z.array(z.enum(Object.keys(TRACES) as [string, ...string[]])).min(1);
+function traceNames(text: string): string[] {
+  const parsed = TraceNames.safeParse(text.split(',').map((s) => s.trim()));
+  if (!parsed.success) {
+    console.error(`--traces must list some of ${Object.keys(TRACES).join(', ')}, got ${text}`);
+    process.exit(2);
+  }
+  return parsed.data;
+}
+
 const seed = int('seed', values.seed, 0);
 const tasks = int('tasks', values.tasks, 1);
 const seeds = int('seeds', values.seeds, 0);
+const names = traceNames(values.traces);
+const json = values.json;
 
 type Maker = (ctx: SimContext) => Policy;
 
+/** Every policy in the race; vtnode's own rows are named `vtnode…`, the rest are the alternatives. */
 const policies: Maker[] = [
   roundRobin(),
   random(),
@@ -69,9 +93,14 @@ const policies: Maker[] = [
   cacheAware(),
   leastLoadedJobs(),
   rendezvous(),
+  cacheAwareRequests(),
+  dynamo(),
+  chwbl(),
+  pullQueue(),
   vtnode({}, 'vtnode, capacity weights only', { measured: false }),
   vtnode(),
 ];
+const isAlternative = (policy: string) => !policy.startsWith('vtnode');
 
 interface Row {
   policy: string;
@@ -83,7 +112,8 @@ interface Row {
   extra: string;
 }
 
-function run(trace: Trace, makers: Maker[], window: number, seed: number): Row[] {
+/** Every run shares in-flight prefills on the servers: the alternatives' best light. */
+function run(trace: Trace, makers: Maker[], window: number, seed: number, faults: SimFault[] = []): Row[] {
   const oracle = oraclePrefillTokens(trace);
   const ideal = idealMakespan(trace);
   return makers.map((make) => {
@@ -94,7 +124,7 @@ function run(trace: Trace, makers: Maker[], window: number, seed: number): Row[]
         policy = make(ctx);
         return policy;
       },
-      { window, seed },
+      { window, seed, faults, sharePrefill: true },
     );
     const loads = result.perNode.map((n) => n.busyPerSlot);
     const mean = loads.reduce((a, b) => a + b, 0) / loads.length;
@@ -123,25 +153,72 @@ function table(rows: Row[]): string {
   return lines.join('\n');
 }
 
-const traces = [standardTrace(seed, tasks), skewedTrace(seed, tasks)];
-const capacity = traces[0]!.nodes.reduce((a, n) => a + n.concurrency, 0);
+/** vtnode against the best alternative of one trace: lowest makespan, and separately lowest prefill. */
+interface Headline {
+  makespan: number;
+  bestMakespan: Row;
+  prefill: number;
+  bestPrefill: Row;
+}
+
+function headline(rows: Row[]): Headline {
+  const v = rows.find((r) => r.policy === 'vtnode')!;
+  const alternatives = rows.filter((r) => isAlternative(r.policy));
+  const bestMakespan = alternatives.reduce((a, b) => (b.makespanRatio < a.makespanRatio ? b : a));
+  const bestPrefill = alternatives.reduce((a, b) => (b.prefillRatio < a.prefillRatio ? b : a));
+  return {
+    makespan: v.makespanRatio / bestMakespan.makespanRatio,
+    bestMakespan,
+    prefill: v.prefillRatio / bestPrefill.prefillRatio,
+    bestPrefill,
+  };
+}
+
+/** Issue 14's goals: homogeneous within 1.02× the best makespan; elsewhere ≤ 0.85× makespan and ≤ 1.0× prefill. */
+function goal(trace: string, h: Headline): string {
+  if (trace === 'homogeneous') return h.makespan <= 1.02 ? 'met (≤ 1.02×)' : 'missed (> 1.02×)';
+  const parts = [
+    h.makespan <= 0.85 ? 'makespan met' : 'makespan missed',
+    h.prefill <= 1.0 + 1e-9 ? 'prefill met' : 'prefill missed',
+  ];
+  return parts.join(', ');
+}
+
+const traces = names.map((name) => TRACES[name]!(seed, tasks));
+const capacity = standardTrace(seed, 1).nodes.reduce((a, n) => a + n.concurrency, 0);
 const window = values.window === undefined ? 2 * capacity : int('window', values.window, 1);
+const results = new Map(traces.map((trace) => [trace.name, run(trace, policies, window, seed)]));
+
+if (json) {
+  const out = {
+    traces: Object.fromEntries(
+      [...results].map(([name, rows]) => [
+        name,
+        Object.fromEntries(
+          rows.map((r) => [r.policy, { prefillRatio: r.prefillRatio, makespanRatio: r.makespanRatio }]),
+        ),
+      ]),
+    ),
+  };
+  console.log(JSON.stringify(out, null, 2));
+  process.exit(0);
+}
 
 console.log(`# Placement simulator (seed ${seed})\n`);
 console.log(
-  `Nodes: ${traces[0]!.nodes.map((n) => `${n.id} (speed ${n.speed}, ${n.concurrency} slots)`).join(', ')}.`,
+  `Mixed fleet: ${traces[0]!.nodes.map((n) => `${n.id} (speed ${n.speed}, ${n.concurrency} slots)`).join(', ')}.`,
 );
 console.log(
   `Cost model: prefill ${PREFILL_TOKENS_PER_S} tok/s and decode ${DECODE_TOKENS_PER_S} tok/s per request at speed 1; ` +
-    `LRU cache of ${traces[0]!.cacheSlots} prompts per server; k = ${K}; ${window} tasks in flight; adverts every ${ADVERT_INTERVAL_S} s.\n`,
+    `LRU cache of ${traces[0]!.cacheSlots} prompts per server, in-flight prefill sharing on; k = ${K}; ${window} tasks in flight; adverts every ${ADVERT_INTERVAL_S} s.\n`,
 );
 
 for (const trace of traces) {
-  const rows = run(trace, policies, window, seed);
+  const rows = results.get(trace.name)!;
   console.log(`## ${trace.name}: ${trace.description}\n`);
   console.log(
-    `oracle prefill ${(oraclePrefillTokens(trace) / 1e6).toFixed(2)}M tokens, ideal makespan ${idealMakespan(trace).toFixed(0)} s, ` +
-      `oracle hit rate ${(100 * (1 - oraclePrefillTokens(trace) / trace.promptTokens / (trace.jobs.length * K))).toFixed(1)}%\n`,
+    `oracle prefill ${(oraclePrefillTokens(trace) / 1e6).toFixed(2)}M tokens, ideal makespan ${idealMakespan(trace).toFixed(0)} s` +
+      `${trace.faults ? ' (fault-free)' : ''}, oracle hit rate ${(100 * (1 - oraclePrefillTokens(trace) / trace.promptTokens / (trace.jobs.length * K))).toFixed(1)}%\n`,
   );
   console.log(table(rows));
   const v = rows.find((r) => r.policy === 'vtnode');
@@ -149,22 +226,41 @@ for (const trace of traces) {
   console.log('');
 }
 
-console.log('## vtnode load slack ε (both traces)\n');
+console.log('## vtnode against the best alternative\n');
 console.log(
-  '| trace | ε | prefill ÷ oracle | cache hit rate | makespan ÷ ideal | max/mean node load | warm / owner / spill |',
+  '| trace | makespan: vtnode ÷ best | best makespan (÷ ideal) | prefill: vtnode ÷ best | best prefill (÷ oracle) | goal |',
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
-for (const trace of traces) {
-  for (const epsilon of [0, 0.1, 0.25, 0.5, 1, 2]) {
-    const [r] = run(trace, [vtnode({ epsilon }, `vtnode ε=${epsilon}`)], window, seed);
-    console.log(
-      `| ${trace.name} | ${epsilon} | ${r!.prefillRatio.toFixed(2)} | ${(100 * r!.hitRate).toFixed(1)}% | ${r!.makespanRatio.toFixed(2)} | ${r!.maxMeanLoad.toFixed(2)} | ${r!.extra.replace(/[a-z]+ /g, '').replaceAll(', ', ' / ')} |`,
-    );
+console.log('| --- | ---: | --- | ---: | --- | --- |');
+for (const [name, rows] of results) {
+  const h = headline(rows);
+  console.log(
+    `| ${name} | ${h.makespan.toFixed(2)} | ${h.bestMakespan.policy} (${h.bestMakespan.makespanRatio.toFixed(2)}) | ${h.prefill.toFixed(3)} | ${h.bestPrefill.policy} (${h.bestPrefill.prefillRatio.toFixed(2)}) | ${goal(name, h)} |`,
+  );
+}
+
+epsilonSweep(traces.filter((t) => t.name === 'standard' || t.name === 'skewed'));
+faultsTable();
+if (seeds > 0) meansOverSeeds();
+
+function epsilonSweep(swept: Trace[]) {
+  if (swept.length === 0) return;
+  console.log(`\n## vtnode load slack ε (${swept.map((t) => t.name).join(', ')})\n`);
+  console.log(
+    '| trace | ε | prefill ÷ oracle | cache hit rate | makespan ÷ ideal | max/mean node load | warm / owner / spill |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
+  for (const trace of swept) {
+    for (const epsilon of [0, 0.1, 0.25, 0.5, 1, 2]) {
+      const [r] = run(trace, [vtnode({ epsilon }, `vtnode ε=${epsilon}`)], window, seed);
+      console.log(
+        `| ${trace.name} | ${epsilon} | ${r!.prefillRatio.toFixed(2)} | ${(100 * r!.hitRate).toFixed(1)}% | ${r!.makespanRatio.toFixed(2)} | ${r!.maxMeanLoad.toFixed(2)} | ${r!.extra.replace(/[a-z]+ /g, '').replaceAll(', ', ' / ')} |`,
+      );
+    }
   }
 }
 
-{
-  const trace = traces[0]!;
+function faultsTable() {
+  const trace = standardTrace(seed, tasks);
   const ideal = idealMakespan(trace);
   const at = (share: number) => Math.round(share * ideal);
   const scenarios: { name: string; faults: SimFault[] }[] = [
@@ -193,11 +289,14 @@ for (const trace of traces) {
   for (const scenario of scenarios) {
     for (const withReputation of [true, false]) {
       if (!withReputation && scenario.faults.length === 0) continue;
-      const r = simulate(trace, vtnode({}, 'vtnode', { reputation: withReputation }), {
+      const [row] = run(
+        trace,
+        [vtnode({}, 'vtnode', { reputation: withReputation })],
         window,
         seed,
-        faults: scenario.faults,
-      });
+        scenario.faults,
+      );
+      const r = row!.result;
       console.log(
         `| ${scenario.name} | ${withReputation ? 'on' : 'off'} | ${(r.makespan / ideal).toFixed(2)} | ${r.refusals} | ${r.replacedSamples} | ${r.distinctSamples} / ${trace.jobs.length * K} | ${r.samples} |`,
       );
@@ -205,26 +304,22 @@ for (const trace of traces) {
   }
 }
 
-if (seeds > 0) {
-  console.log(`\n## Means over seeds ${seed}–${seed + seeds - 1}\n`);
-  console.log(
-    '| policy | standard: prefill ÷ oracle | standard: makespan ÷ ideal | skewed: prefill ÷ oracle | skewed: makespan ÷ ideal |',
-  );
-  console.log('| --- | ---: | ---: | ---: | ---: |');
-  const sums = new Map<string, number[]>();
-  for (let s = seed; s < seed + seeds; s++) {
-    const [std, skew] = [standardTrace(s, tasks), skewedTrace(s, tasks)];
-    const a = run(std, policies, window, s);
-    const b = run(skew, policies, window, s);
-    a.forEach((r, i) => {
-      const acc = sums.get(r.policy) ?? [0, 0, 0, 0];
-      acc[0]! += r.prefillRatio;
-      acc[1]! += r.makespanRatio;
-      acc[2]! += b[i]!.prefillRatio;
-      acc[3]! += b[i]!.makespanRatio;
-      sums.set(r.policy, acc);
-    });
+/** Means over seeds of vtnode ÷ best alternative, per trace (the best may differ by seed). */
+function meansOverSeeds() {
+  console.log(`\n## vtnode ÷ best alternative, means over seeds ${seed}–${seed + seeds - 1}\n`);
+  console.log('| trace | makespan: vtnode ÷ best | prefill: vtnode ÷ best | best on makespan (seeds) |');
+  console.log('| --- | ---: | ---: | --- |');
+  for (const name of names) {
+    let makespan = 0;
+    let prefill = 0;
+    const winners = new Map<string, number>();
+    for (let s = seed; s < seed + seeds; s++) {
+      const h = headline(run(TRACES[name]!(s, tasks), policies, window, s));
+      makespan += h.makespan;
+      prefill += h.prefill;
+      winners.set(h.bestMakespan.policy, (winners.get(h.bestMakespan.policy) ?? 0) + 1);
+    }
+    const best = [...winners].map(([p, n]) => `${p} ×${n}`).join(', ');
+    console.log(`| ${name} | ${(makespan / seeds).toFixed(2)} | ${(prefill / seeds).toFixed(2)} | ${best} |`);
   }
-  for (const [policy, acc] of sums)
-    console.log(`| ${policy} | ${acc.map((v) => (v / seeds).toFixed(2)).join(' | ')} |`);
 }

@@ -3,6 +3,7 @@ import { createPlacer, type PlacerOptions } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
 import { createThroughput } from '../../placement/throughput.ts';
 import { MODEL, type Policy, type SimContext, type SimNode } from './sim.ts';
+import type { SimJob } from './traces.ts';
 
 /** Round-robin per sample: the k samples of a task go to successive nodes. */
 export function roundRobin(): (ctx: SimContext) => Policy {
@@ -68,6 +69,45 @@ export interface CacheAwareOptions {
  * the 0.3 threshold, so a prompt matches fully (1.0) or not at all (below threshold).
  */
 export function cacheAware(options: Partial<CacheAwareOptions> = {}): (ctx: SimContext) => Policy {
+  return (ctx) => {
+    const choose = cacheAwareChooser(ctx, options);
+    return {
+      kind: 'sample',
+      name: 'cache-aware (SGLang-style)',
+      route: (job, _s, eligible, now) => choose(job, eligible, now, (n) => n.inFlight),
+    };
+  };
+}
+
+/**
+ * SGLang-style thresholds for Macs of 1–4 slots. The default absolute gap of 64 requests is about 33
+ * minutes of backlog on an Air; here a gap of 2 n = k requests (16 samples, a few minutes on a 2-slot
+ * laptop) already counts as imbalance. The relative threshold stays 1.5 (a bench sweep of 1, 2, 4,
+ * 8 and 64 requests found 2 best or tied on every trace).
+ */
+export const SGLANG_MAC: Partial<CacheAwareOptions> = { balanceAbs: 2, balanceRel: 1.5 };
+
+/**
+ * The same SGLang-style cache-aware logic, one request with n = k per task, load counted in requests
+ * in flight (as sgl-router counts them), thresholds tuned for Macs (SGLANG_MAC).
+ */
+export function cacheAwareRequests(
+  options: Partial<CacheAwareOptions> = SGLANG_MAC,
+): (ctx: SimContext) => Policy {
+  return (ctx) => {
+    const choose = cacheAwareChooser(ctx, options);
+    return {
+      kind: 'request',
+      name: 'SGLang-style, n = k',
+      route: (job, _samples, eligible, now) => choose(job, eligible, now, (n) => n.requests.size),
+    };
+  };
+}
+
+type Chooser = (job: SimJob, eligible: SimNode[], now: number, load: (n: SimNode) => number) => SimNode;
+
+/** The cache-aware decision, shared by the per-sample and n = k forms. */
+function cacheAwareChooser(ctx: SimContext, options: Partial<CacheAwareOptions>): Chooser {
   const o: CacheAwareOptions = {
     cacheThreshold: 0.3,
     balanceAbs: 64,
@@ -77,51 +117,145 @@ export function cacheAware(options: Partial<CacheAwareOptions> = {}): (ctx: SimC
     charsPerToken: 4,
     ...options,
   };
-  return (ctx) => {
-    const trees = new Map<SimNode, { entries: Map<string, number>; chars: number }>(
-      ctx.nodes.map((n) => [n, { entries: new Map(), chars: 0 }]),
-    );
-    const promptChars = ctx.trace.promptTokens * o.charsPerToken;
-    let lastEviction = 0;
-    const evict = (now: number) => {
-      if (now - lastEviction < o.evictionIntervalS) return;
-      lastEviction = now;
-      for (const tree of trees.values()) {
-        if (tree.chars <= o.maxTreeChars) continue;
-        const byAge = [...tree.entries].sort((a, b) => a[1] - b[1]);
-        for (const [prompt] of byAge) {
-          if (tree.chars <= o.maxTreeChars) break;
-          tree.entries.delete(prompt);
-          tree.chars -= promptChars;
-        }
+  const trees = new Map<SimNode, { entries: Map<string, number>; chars: number }>(
+    ctx.nodes.map((n) => [n, { entries: new Map(), chars: 0 }]),
+  );
+  const promptChars = ctx.trace.promptTokens * o.charsPerToken;
+  let lastEviction = 0;
+  const evict = (now: number) => {
+    if (now - lastEviction < o.evictionIntervalS) return;
+    lastEviction = now;
+    for (const tree of trees.values()) {
+      if (tree.chars <= o.maxTreeChars) continue;
+      const byAge = [...tree.entries].sort((a, b) => a[1] - b[1]);
+      for (const [prompt] of byAge) {
+        if (tree.chars <= o.maxTreeChars) break;
+        tree.entries.delete(prompt);
+        tree.chars -= promptChars;
       }
-    };
-    const insert = (node: SimNode, prompt: string, now: number) => {
-      const tree = trees.get(node)!;
-      if (!tree.entries.has(prompt)) tree.chars += promptChars;
-      tree.entries.set(prompt, now);
-    };
+    }
+  };
+  const insert = (node: SimNode, prompt: string, now: number) => {
+    const tree = trees.get(node)!;
+    if (!tree.entries.has(prompt)) tree.chars += promptChars;
+    tree.entries.set(prompt, now);
+  };
+  return (job, eligible, now, load) => {
+    evict(now);
+    const loads = eligible.map(load);
+    const max = Math.max(...loads);
+    const min = Math.min(...loads);
+    let chosen: SimNode;
+    if (max - min > o.balanceAbs && max > o.balanceRel * min) chosen = minBy(eligible, load);
+    else {
+      const matching = eligible.find((n) => trees.get(n)!.entries.has(job.prompt));
+      const matchRate = matching ? 1 : 0;
+      chosen =
+        matching && matchRate > o.cacheThreshold ? matching : minBy(eligible, (n) => trees.get(n)!.chars);
+    }
+    insert(chosen, job.prompt, now);
+    return chosen;
+  };
+}
+
+export interface DynamoOptions {
+  /** Weight of prefill blocks against decode blocks (Dynamo's default 1; a sweep of 0.25–4 found 1 within 0.08 of the best). */
+  overlapWeight: number;
+  /** Tokens per KV block (Dynamo kv-cache-block-size; 16 is vLLM's default). */
+  blockSize: number;
+  /** Output tokens the router expects per sample (it cannot know them; the trace's mean). */
+  expectedOutputTokens: number;
+}
+
+/**
+ * Dynamo-style KV-aware cost router, one request with n = k per task. Per worker, cost =
+ * overlapWeight × potential prefill blocks (the worker's pending prefills plus this prompt's blocks not
+ * in its cache) + potential active blocks (blocks of its requests in flight plus this one's: the
+ * prompt once, shared by the k streams, and each stream's output). Lowest cost wins (temperature 0).
+ * Its cache view is exact: Dynamo workers publish KV events, here the server's real LRU.
+ */
+export function dynamo(options: Partial<DynamoOptions> = {}): (ctx: SimContext) => Policy {
+  const o: DynamoOptions = { overlapWeight: 1, blockSize: 16, expectedOutputTokens: 500, ...options };
+  return (ctx) => {
+    const promptBlocks = Math.ceil(ctx.trace.promptTokens / o.blockSize);
+    const outputBlocks = Math.ceil(o.expectedOutputTokens / o.blockSize);
+    const activeBlocks = (n: SimNode) =>
+      [...n.requests].reduce(
+        (a, r) => a + promptBlocks + (r.samples.length - r.returned.size) * outputBlocks,
+        0,
+      );
+    const pendingPrefill = (n: SimNode) =>
+      [...n.requests].filter((r) => !r.fanned && !n.lru.includes(r.job.prompt)).length * promptBlocks;
     return {
-      kind: 'sample',
-      name: 'cache-aware (SGLang-style)',
-      route(job, _s, eligible, now) {
-        evict(now);
-        const loads = eligible.map((n) => n.inFlight);
-        const max = Math.max(...loads);
-        const min = Math.min(...loads);
-        let chosen: SimNode;
-        if (max - min > o.balanceAbs && max > o.balanceRel * min) chosen = minBy(eligible, (n) => n.inFlight);
-        else {
-          const matching = eligible.find((n) => trees.get(n)!.entries.has(job.prompt));
-          const matchRate = matching ? 1 : 0;
-          chosen =
-            matching && matchRate > o.cacheThreshold ? matching : minBy(eligible, (n) => trees.get(n)!.chars);
-        }
-        insert(chosen, job.prompt, now);
-        return chosen;
+      kind: 'request',
+      name: 'Dynamo-style, n = k',
+      route(job, samples, eligible) {
+        return minBy(eligible, (n) => {
+          const newPrefill = n.lru.includes(job.prompt) ? 0 : promptBlocks;
+          const prefill = pendingPrefill(n) + newPrefill;
+          const active = activeBlocks(n) + promptBlocks + samples.length * outputBlocks;
+          return o.overlapWeight * prefill + active;
+        });
       },
     };
   };
+}
+
+export interface ChwblOptions {
+  /** Load bound factor: a node may hold at most ⌈factor × mean load⌉ requests (KubeAI's default 1.25; here 1.1). */
+  loadFactor: number;
+  /** Points per node on the ring (KubeAI replication 256). */
+  replication: number;
+}
+
+/**
+ * KubeAI-style prefix hashing with bounded loads (CHWBL), one request with n = k per task: hash the
+ * prompt, walk the ring from there, take the first eligible node whose requests in flight + 1 stay
+ * within ⌈loadFactor × (total + 1) ÷ nodes⌉. Speed-blind, as KubeAI is.
+ */
+export function chwbl(options: Partial<ChwblOptions> = {}): (ctx: SimContext) => Policy {
+  // 1.1, not KubeAI's 1.25: with a few requests per Mac the bound must bite early (a sweep of 1.1,
+  // 1.25, 1.5 and 2 found 1.1 best on every trace).
+  const o: ChwblOptions = { loadFactor: 1.1, replication: 256, ...options };
+  return (ctx) => {
+    const ring = ctx.nodes
+      .flatMap((node) =>
+        Array.from({ length: o.replication }, (_, i) => ({ h: fnv1a(`${node.spec.id}#${i}`), node })),
+      )
+      .sort((a, b) => a.h - b.h);
+    return {
+      kind: 'request',
+      name: 'bounded-load hash (KubeAI-style), n = k',
+      route(job, _samples, eligible) {
+        const allowed = new Set(eligible);
+        const total = eligible.reduce((a, n) => a + n.requests.size, 0);
+        const cap = Math.ceil((o.loadFactor * (total + 1)) / eligible.length);
+        const h = fnv1a(job.prompt);
+        let start = ring.findIndex((p) => p.h >= h);
+        if (start < 0) start = 0;
+        for (let i = 0; i < ring.length; i++) {
+          const { node } = ring[(start + i) % ring.length]!;
+          if (allowed.has(node) && node.requests.size + 1 <= cap) return node;
+        }
+        return minBy(eligible, (n) => n.requests.size);
+      },
+    };
+  };
+}
+
+/** 32-bit FNV-1a: a fast, stable hash for the ring. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** A central FIFO: a node takes the next task only when a job slot frees (warm, then fan out). */
+export function pullQueue(): (ctx: SimContext) => Policy {
+  return () => ({ kind: 'pull', name: 'pull queue (per task)' });
 }
 
 /** Weighted rendezvous hashing of (prompt, model) with no load bound and no warm affinity (the real placer, ε = ∞). */

@@ -24,6 +24,8 @@ interface Req {
   hit?: boolean;
   /** Set when the request starts, s. */
   startedAt?: number;
+  /** A sample of an n = k request after the first: it decodes on the request's KV, no prefill of its own. */
+  shared?: boolean;
 }
 
 /** A job running on a worker (job-placing policies only): some or all samples of one task. */
@@ -33,6 +35,14 @@ interface JobRun {
   samples: number[];
   /** Samples returned so far. */
   returned: Set<number>;
+  /**
+   * True for one n = k request: the server prefills once for the first sample and, as soon as that
+   * prefill completes, the other samples decode on its KV in the node's free slots (ahead of newer
+   * requests). False for a worker's job, which fans out only once its first sample returns.
+   */
+  shared: boolean;
+  /** Whether the other samples were released (n = k requests). */
+  fanned: boolean;
 }
 
 /** Live state of one simulated node. */
@@ -42,6 +52,14 @@ export interface SimNode {
   lru: string[];
   /** Requests waiting for a server slot, FIFO. */
   queue: Req[];
+  /** Requests holding a slot now. */
+  active: Set<Req>;
+  /** Requests waiting, without a slot, for an in-flight prefill of their prompt (prefill sharing). */
+  parked: Map<string, Req[]>;
+  /** Prompts being prefilled now, with how many prefills of each are running. */
+  prefilling: Map<string, number>;
+  /** n = k requests routed here and not finished. */
+  requests: Set<JobRun>;
   /** Server slots in use. */
   busy: number;
   /** Jobs waiting at the worker (job policies). */
@@ -62,6 +80,8 @@ export interface SimNode {
   up: boolean;
   /** True while the node refuses every job (its model server failing). */
   refusing: boolean;
+  /** True while the node takes no new work (a laptop on battery): running work goes on. */
+  paused: boolean;
   /** Bumped on disconnect: events of an older epoch belong to lost work. */
   epoch: number;
 }
@@ -101,7 +121,26 @@ export interface JobPolicy {
   finished?(node: SimNode, job: SimJob, now: number): void;
 }
 
-export type Policy = SamplePolicy | JobPolicy;
+/** Sends one request with n = k per task (llama-server, vLLM): the server prefills once, then decodes k streams. */
+export interface RequestPolicy {
+  kind: 'request';
+  name: string;
+  /** Chooses a node for one request carrying `samples` of the task. */
+  route(job: SimJob, samples: readonly number[], eligible: SimNode[], now: number): SimNode;
+  /** A sample came back from `node`. */
+  returned?(node: SimNode, job: SimJob, sample: number, now: number, timing: SampleTiming): void;
+}
+
+/**
+ * A central FIFO of tasks: a node's worker takes the next task whose workspace it holds only when it
+ * has a free job slot, and runs it like vtnode's worker (warm, then fan out). No affinity.
+ */
+export interface PullPolicy {
+  kind: 'pull';
+  name: string;
+}
+
+export type Policy = SamplePolicy | JobPolicy | RequestPolicy | PullPolicy;
 
 export interface SimResult {
   policy: string;
@@ -119,10 +158,14 @@ export interface SimResult {
   distinctSamples: number;
 }
 
-/** A fault injected at a time: a node disconnects (losing its queue and cache) or refuses jobs, until `until`. */
+/**
+ * A fault injected at a time, until `until`: a node disconnects (losing its queue and cache; one down
+ * from time 0 joins at `until`), refuses jobs (job policies only), or pauses (on battery: takes no new
+ * work, finishes what it has; its advert shows capacity 0).
+ */
 export interface SimFault {
   node: string;
-  kind: 'disconnect' | 'refuse';
+  kind: 'disconnect' | 'refuse' | 'pause';
   /** Start, s. */
   at: number;
   /** End, s: the node rejoins (empty cache) or accepts jobs again. */
@@ -134,8 +177,13 @@ export interface SimOptions {
   window: number;
   /** Seed for the policy's randomness. */
   seed: number;
-  /** Faults to inject (job policies only). */
+  /** Faults to inject besides the trace's own ('refuse' for job policies only). */
   faults?: SimFault[];
+  /**
+   * In-flight prefill sharing on every server: a request whose prompt is being prefilled on the same
+   * server waits (without a slot) for that prefill and then hits the cache, instead of paying again.
+   */
+  sharePrefill?: boolean;
 }
 
 interface Event {
@@ -216,7 +264,12 @@ export function advertOf(node: SimNode, now: number): Advert {
       },
     ],
     memory: { total: 64 * GiB, free: 30 * GiB, reserved: 0 },
-    load: { queued: node.jobQueue.length, running: node.running.size, capacity: node.spec.concurrency },
+    load: {
+      queued: node.jobQueue.length,
+      running: node.running.size,
+      capacity: node.paused ? 0 : node.spec.concurrency,
+    },
+    ...(node.paused ? { paused: 'on battery' } : {}),
     warm: node.observedWarm.map((prompt) => ({ prompt, model: MODEL })),
     workspaces: [...node.spec.workspaces],
     sandbox: { backend: 'bwrap', ok: true },
@@ -228,31 +281,16 @@ export function advertOf(node: SimNode, now: number): Advert {
  * Runs one policy over a trace. Server model: `concurrency` slots, each at node speed; a request
  * whose prompt is in the server's LRU cache (prefill completed earlier) skips the prefill, any other
  * pays the full prompt, including one that starts while another request is still prefilling the
- * same prompt (simultaneous first requests each pay a full prefill). Decode runs at node speed.
+ * same prompt (simultaneous first requests each pay a full prefill) unless `sharePrefill` is on.
+ * An n = k request prefills once and decodes its k samples in the node's slots. Decode runs at node
+ * speed.
  */
 export function simulate(
   trace: Trace,
   makePolicy: (ctx: SimContext) => Policy,
   options: SimOptions,
 ): SimResult {
-  const nodes: SimNode[] = trace.nodes.map((spec) => ({
-    spec,
-    lru: [],
-    queue: [],
-    busy: 0,
-    jobQueue: [],
-    running: new Set(),
-    observedWarm: [],
-    inFlight: 0,
-    busyTime: 0,
-    samples: 0,
-    hits: 0,
-    prefillTokens: 0,
-    seq: 0,
-    up: true,
-    refusing: false,
-    epoch: 0,
-  }));
+  const nodes: SimNode[] = trace.nodes.map(freshNode);
   const view = createFleetView({ selfPeerId: 'submitter', intervalMs: ADVERT_INTERVAL_S * 1000 });
   const ctx: SimContext = { nodes, view, rand: seededRandom(options.seed), trace };
   const policy = makePolicy(ctx);
@@ -267,7 +305,10 @@ export function simulate(
   ) => heap.push({ t, seq: seq++, kind, node, req, epoch: node?.epoch ?? 0, ...(fault ? { fault } : {}) });
 
   const k = trace.jobs[0]?.decodeTokens.length ?? 0;
+  const jobsById = new Map(trace.jobs.map((j) => [j.id, j]));
   const finished = new Map<string, Set<number>>();
+  /** Tasks waiting in the pull policy's central FIFO. */
+  const pending: { job: SimJob; samples: number[] }[] = [];
   let refusals = 0;
   let replacedSamples = 0;
   let distinctSamples = 0;
@@ -280,26 +321,43 @@ export function simulate(
     for (const node of nodes) if (node.up) view.apply(advertOf(node, t), Math.round(t * 1000));
   };
 
+  /** Releases the other samples of an n = k request: they decode on its KV, ahead of newer requests. */
+  const fanOut = (node: SimNode, run: JobRun) => {
+    run.fanned = true;
+    const rest = run.samples.slice(1).map((s) => ({ job: run.job, sample: s, run, shared: true }));
+    node.queue.unshift(...rest);
+  };
+
   const startRequests = (node: SimNode, t: number) => {
     while (node.busy < node.spec.concurrency && node.queue.length > 0) {
       const req = node.queue.shift()!;
-      const at = node.lru.indexOf(req.job.prompt);
-      const hit = at >= 0;
-      if (hit) {
+      const prompt = req.job.prompt;
+      const at = node.lru.indexOf(prompt);
+      if (at < 0 && !req.shared && options.sharePrefill && (node.prefilling.get(prompt) ?? 0) > 0) {
+        // Wait for the running prefill of this prompt, then hit the cache.
+        node.parked.set(prompt, [...(node.parked.get(prompt) ?? []), req]);
+        continue;
+      }
+      const hit = at >= 0 || req.shared === true;
+      if (at >= 0) {
         node.lru.splice(at, 1);
-        node.lru.unshift(req.job.prompt);
+        node.lru.unshift(prompt);
       }
       const prefillTokens = hit ? 0 : trace.promptTokens;
       const prefill = prefillTokens / (PREFILL_TOKENS_PER_S * node.spec.speed);
       const decode = req.job.decodeTokens[req.sample]! / (DECODE_TOKENS_PER_S * node.spec.speed);
       node.busy++;
+      node.active.add(req);
       node.busyTime += prefill + decode;
       node.prefillTokens += prefillTokens;
       node.samples++;
       if (hit) node.hits++;
-      if (!hit) schedule(t + prefill, 'prefilled', node, req);
       req.hit = hit;
       req.startedAt = t;
+      if (!hit) {
+        node.prefilling.set(prompt, (node.prefilling.get(prompt) ?? 0) + 1);
+        schedule(t + prefill, 'prefilled', node, req);
+      } else if (req.run?.shared && !req.run.fanned) fanOut(node, req.run);
       schedule(t + prefill + decode, 'finish', node, req);
     }
   };
@@ -314,7 +372,8 @@ export function simulate(
     startRequests(node, t);
   };
 
-  const eligibleFor = (job: SimJob) => nodes.filter((n) => n.up && n.spec.workspaces.includes(job.workspace));
+  const eligibleFor = (job: SimJob) =>
+    nodes.filter((n) => n.up && !n.paused && n.spec.workspaces.includes(job.workspace));
 
   /** Places a job for `samples` of a task, again and again while the chosen node refuses. */
   const dispatch = (job: SimJob, samples: number[], t: number) => {
@@ -323,7 +382,7 @@ export function simulate(
     if (eligible.length === 0) throw new Error(`no node up holds workspace ${job.workspace} for ${job.id}`);
     const node = policy.place(job, eligible, t, samples);
     if (!node.up) throw new Error(`${policy.name}: placed ${job.id} on ${node.spec.id}, which is down`);
-    if (node.refusing) {
+    if (node.refusing || node.paused) {
       // The failure shows only after the worker's retries give up; then the job is placed again.
       refusals++;
       heap.push({
@@ -338,38 +397,72 @@ export function simulate(
       return;
     }
     node.inFlight += samples.length;
-    node.jobQueue.push({ job, samples, returned: new Set() });
+    node.jobQueue.push({ job, samples, returned: new Set(), shared: false, fanned: false });
     startJobs(node, t);
   };
 
-  const disconnect = (node: SimNode, t: number) => {
-    const lost = new Map<string, number[]>();
-    for (const run of [...node.running, ...node.jobQueue]) {
-      const open = run.samples.filter((s) => !run.returned.has(s));
-      if (open.length > 0) lost.set(run.job.id, open);
+  /** Sends one n = k request (or n = the samples still missing, after a loss). */
+  const sendRequest = (job: SimJob, samples: number[], t: number) => {
+    if (policy.kind !== 'request') throw new Error('sendRequest is for request policies');
+    const eligible = eligibleFor(job);
+    if (eligible.length === 0) throw new Error(`no node up holds workspace ${job.workspace} for ${job.id}`);
+    const node = policy.route(job, samples, eligible, t);
+    const run: JobRun = { job, samples, returned: new Set(), shared: true, fanned: false };
+    node.requests.add(run);
+    node.inFlight += samples.length;
+    node.queue.push({ job, sample: samples[0]!, run });
+    startRequests(node, t);
+  };
+
+  const sendSample = (job: SimJob, sample: number, t: number) => {
+    if (policy.kind !== 'sample') throw new Error('sendSample is for sample policies');
+    const node = policy.route(job, sample, eligibleFor(job), t);
+    node.inFlight++;
+    node.queue.push({ job, sample, run: null });
+    startRequests(node, t);
+  };
+
+  /** Pull policy: every node with a free job slot takes the oldest task whose workspace it holds. */
+  const pull = (t: number) => {
+    for (const node of nodes) {
+      if (!node.up || node.paused || node.refusing) continue;
+      while (node.running.size + node.jobQueue.length < node.spec.concurrency) {
+        const at = pending.findIndex((p) => node.spec.workspaces.includes(p.job.workspace));
+        if (at < 0) break;
+        const [{ job, samples }] = pending.splice(at, 1) as [{ job: SimJob; samples: number[] }];
+        node.inFlight += samples.length;
+        node.jobQueue.push({ job, samples, returned: new Set(), shared: false, fanned: false });
+        startJobs(node, t);
+      }
     }
-    node.up = false;
-    node.epoch++;
-    node.queue = [];
-    node.busy = 0;
-    node.running.clear();
-    node.jobQueue = [];
-    node.lru = [];
-    node.observedWarm = [];
-    node.inFlight = 0;
+  };
+
+  /** Sends `samples` of a task the way the policy sends work. */
+  const submit = (job: SimJob, samples: number[], t: number) => {
+    if (policy.kind === 'job') dispatch(job, samples, t);
+    else if (policy.kind === 'request') sendRequest(job, samples, t);
+    else if (policy.kind === 'sample') for (const s of samples) sendSample(job, s, t);
+    else pending.push({ job, samples });
+  };
+
+  const disconnect = (node: SimNode, t: number) => {
+    const lost = lostWork(node);
+    resetNode(node);
     view.remove(node.spec.id);
-    if (policy.kind !== 'job') throw new Error('faults are simulated for job policies only');
-    // The policy's own bookkeeping (the lease book for vtnode) must name exactly the lost samples.
-    const released = policy.disconnected?.(node, t) ?? [];
-    const byJob = new Map(released.map((r) => [r.jobId, [...r.samples].sort((a, b) => a - b)]));
-    const expected = new Map([...lost].map(([id, open]) => [id, [...open].sort((a, b) => a - b)]));
-    if (JSON.stringify([...byJob].sort()) !== JSON.stringify([...expected].sort()))
-      throw new Error(
-        `${policy.name}: released ${JSON.stringify([...byJob])} but ${node.spec.id} held ${JSON.stringify([...expected])}`,
-      );
-    for (const [jobId, open] of expected) {
+    if (policy.kind === 'job' && policy.disconnected) {
+      // The policy's own bookkeeping (the lease book for vtnode) must name exactly the lost samples.
+      const released = policy.disconnected(node, t);
+      const byJob = new Map(released.map((r) => [r.jobId, [...r.samples].sort((a, b) => a - b)]));
+      if (JSON.stringify([...byJob].sort()) !== JSON.stringify([...lost].sort()))
+        throw new Error(
+          `${policy.name}: released ${JSON.stringify([...byJob])} but ${node.spec.id} held ${JSON.stringify([...lost])}`,
+        );
+    }
+    // A router's client retries the lost requests; the pull queue takes the task back.
+    for (const [jobId, open] of lost) {
       replacedSamples += open.length;
-      dispatch(trace.jobs.find((j) => j.id === jobId)!, open, t);
+      if (policy.kind === 'pull') pending.unshift({ job: jobsById.get(jobId)!, samples: open });
+      else submit(jobsById.get(jobId)!, open, t);
     }
   };
 
@@ -378,91 +471,72 @@ export function simulate(
       const job = trace.jobs[nextJob++]!;
       inFlightJobs++;
       finished.set(job.id, new Set());
-      const eligible = eligibleFor(job);
-      if (eligible.length === 0) throw new Error(`no node holds workspace ${job.workspace} for ${job.id}`);
-      if (policy.kind === 'sample') {
-        for (let s = 0; s < k; s++) {
-          const node = policy.route(job, s, eligible, t);
-          node.inFlight++;
-          node.queue.push({ job, sample: s, run: null });
-          startRequests(node, t);
-        }
-      } else dispatch(job, [...job.decodeTokens.keys()], t);
+      if (eligibleFor(job).length === 0)
+        throw new Error(`no node up holds workspace ${job.workspace} for ${job.id}`);
+      submit(job, [...job.decodeTokens.keys()], t);
     }
   };
 
-  publishAdverts(0);
-  schedule(ADVERT_INTERVAL_S, 'advert', null, null);
-  for (const fault of options.faults ?? []) {
+  const faultStart = (fault: SimFault, node: SimNode, t: number) => {
+    if (fault.kind === 'refuse') node.refusing = true;
+    else if (fault.kind === 'pause') node.paused = true;
+    else disconnect(node, t);
+  };
+
+  const faultEnd = (fault: SimFault, node: SimNode, t: number) => {
+    if (fault.kind === 'refuse') node.refusing = false;
+    else if (fault.kind === 'pause') node.paused = false;
+    else node.up = true;
+    if (node.up) view.apply(advertOf(node, t), Math.round(t * 1000));
+  };
+
+  const faults = [...(trace.faults ?? []), ...(options.faults ?? [])];
+  for (const fault of faults) {
     const node = nodes.find((n) => n.spec.id === fault.node);
     if (!node) throw new Error(`fault names unknown node ${fault.node}`);
     if (!(fault.until > fault.at)) throw new Error(`fault on ${fault.node} must end after it starts`);
-    schedule(fault.at, 'fault-start', null, null, fault);
+    if (fault.kind === 'refuse' && policy.kind !== 'job')
+      throw new Error('refusals are simulated for job policies only');
+    // A node down or paused from the start is so before the first task.
+    if (fault.at <= 0) faultStart(fault, node, 0);
+    else schedule(fault.at, 'fault-start', null, null, fault);
     schedule(fault.until, 'fault-end', null, null, fault);
   }
+  publishAdverts(0);
+  schedule(ADVERT_INTERVAL_S, 'advert', null, null);
   release(0);
+  if (policy.kind === 'pull') pull(0);
 
-  const total = trace.jobs.length;
-  while (heap.size > 0 && done < total) {
-    const e = heap.pop()!;
-    const t = e.t;
-    if (e.kind === 'advert') {
-      publishAdverts(t);
-      schedule(t + ADVERT_INTERVAL_S, 'advert', null, null);
-      continue;
-    }
-    if (e.kind === 'retry') {
-      const { job, samples } = e.retry!;
-      if (policy.kind === 'job') policy.refused?.(e.node!, job, t);
-      dispatch(job, samples, t);
-      continue;
-    }
-    if (e.kind === 'fault-start' || e.kind === 'fault-end') {
-      const fault = e.fault!;
-      const node = nodes.find((n) => n.spec.id === fault.node)!;
-      if (fault.kind === 'refuse') node.refusing = e.kind === 'fault-start';
-      else if (e.kind === 'fault-start') disconnect(node, t);
-      else {
-        node.up = true;
-        view.apply(advertOf(node, t), Math.round(t * 1000));
-      }
-      continue;
-    }
-    const node = e.node!;
-    const req = e.req!;
-    // Work of a node that disconnected since is lost.
-    if (e.epoch !== node.epoch) continue;
-    if (e.kind === 'prefilled') {
-      const at = node.lru.indexOf(req.job.prompt);
-      if (at >= 0) node.lru.splice(at, 1);
-      node.lru.unshift(req.job.prompt);
-      if (node.lru.length > trace.cacheSlots) node.lru.length = trace.cacheSlots;
-      continue;
-    }
-    // finish
+  /** A request finished on `node`: its run moves on, the task completes when all k samples are in. */
+  const finish = (node: SimNode, req: Req, t: number) => {
     node.busy--;
     node.inFlight--;
+    node.active.delete(req);
     if (req.hit) {
       const at = node.observedWarm.indexOf(req.job.prompt);
       if (at >= 0) node.observedWarm.splice(at, 1);
       node.observedWarm.unshift(req.job.prompt);
       if (node.observedWarm.length > 64) node.observedWarm.length = 64;
     }
-    policy.returned?.(node, req.job, req.sample, t, {
-      promptTokens: trace.promptTokens,
-      cachedTokens: req.hit ? trace.promptTokens : 0,
-      completionTokens: req.job.decodeTokens[req.sample]!,
-      latencyMs: (t - req.startedAt!) * 1000,
-    });
+    if (policy.kind !== 'pull')
+      policy.returned?.(node, req.job, req.sample, t, {
+        promptTokens: trace.promptTokens,
+        cachedTokens: req.hit ? trace.promptTokens : 0,
+        completionTokens: req.job.decodeTokens[req.sample]!,
+        latencyMs: (t - req.startedAt!) * 1000,
+      });
     const run = req.run;
     if (run) {
       run.returned.add(req.sample);
-      if (run.returned.size === 1)
+      if (!run.shared && run.returned.size === 1)
         for (const s of run.samples.slice(1)) node.queue.push({ job: run.job, sample: s, run });
       if (run.returned.size === run.samples.length) {
-        node.running.delete(run);
-        if (policy.kind === 'job') policy.finished?.(node, run.job, t);
-        startJobs(node, t);
+        if (run.shared) node.requests.delete(run);
+        else {
+          node.running.delete(run);
+          if (policy.kind === 'job') policy.finished?.(node, run.job, t);
+          startJobs(node, t);
+        }
       }
     }
     startRequests(node, t);
@@ -476,6 +550,48 @@ export function simulate(
       makespan = t;
       release(t);
     }
+  };
+
+  /** A prefill completed: the prompt enters the cache, its n = k request fans out, waiters hit. */
+  const prefilled = (node: SimNode, req: Req, t: number) => {
+    const prompt = req.job.prompt;
+    const at = node.lru.indexOf(prompt);
+    if (at >= 0) node.lru.splice(at, 1);
+    node.lru.unshift(prompt);
+    if (node.lru.length > trace.cacheSlots) node.lru.length = trace.cacheSlots;
+    const running = (node.prefilling.get(prompt) ?? 1) - 1;
+    if (running > 0) node.prefilling.set(prompt, running);
+    else node.prefilling.delete(prompt);
+    if (req.run?.shared && !req.run.fanned) fanOut(node, req.run);
+    const waiting = node.parked.get(prompt);
+    if (waiting) {
+      node.parked.delete(prompt);
+      node.queue.unshift(...waiting);
+    }
+    startRequests(node, t);
+  };
+
+  const total = trace.jobs.length;
+  while (heap.size > 0 && done < total) {
+    const e = heap.pop()!;
+    const t = e.t;
+    if (e.kind === 'advert') {
+      publishAdverts(t);
+      schedule(t + ADVERT_INTERVAL_S, 'advert', null, null);
+    } else if (e.kind === 'retry') {
+      const { job, samples } = e.retry!;
+      if (policy.kind === 'job') policy.refused?.(e.node!, job, t);
+      dispatch(job, samples, t);
+    } else if (e.kind === 'fault-start' || e.kind === 'fault-end') {
+      const node = nodes.find((n) => n.spec.id === e.fault!.node)!;
+      if (e.kind === 'fault-start') faultStart(e.fault!, node, t);
+      else faultEnd(e.fault!, node, t);
+    } else if (e.epoch === e.node!.epoch) {
+      // Work of a node that disconnected since is lost.
+      if (e.kind === 'prefilled') prefilled(e.node!, e.req!, t);
+      else finish(e.node!, e.req!, t);
+    }
+    if (policy.kind === 'pull') pull(t);
   }
   if (done < total)
     throw new Error(`${policy.name}: simulation stalled with ${total - done} jobs unfinished`);
@@ -495,6 +611,67 @@ export function simulate(
       busyPerSlot: n.busyTime / n.spec.concurrency,
     })),
   };
+}
+
+function freshNode(spec: SimNodeSpec): SimNode {
+  return {
+    spec,
+    lru: [],
+    queue: [],
+    active: new Set(),
+    parked: new Map(),
+    prefilling: new Map(),
+    requests: new Set(),
+    busy: 0,
+    jobQueue: [],
+    running: new Set(),
+    observedWarm: [],
+    inFlight: 0,
+    busyTime: 0,
+    samples: 0,
+    hits: 0,
+    prefillTokens: 0,
+    seq: 0,
+    up: true,
+    refusing: false,
+    paused: false,
+    epoch: 0,
+  };
+}
+
+/** Unfinished samples a node holds, by task id, sorted: its jobs, n = k requests and lone requests. */
+function lostWork(node: SimNode): Map<string, number[]> {
+  const lost = new Map<string, Set<number>>();
+  const add = (jobId: string, samples: Iterable<number>) => {
+    const set = lost.get(jobId) ?? new Set();
+    for (const s of samples) set.add(s);
+    if (set.size > 0) lost.set(jobId, set);
+  };
+  for (const run of [...node.running, ...node.jobQueue, ...node.requests])
+    add(
+      run.job.id,
+      run.samples.filter((s) => !run.returned.has(s)),
+    );
+  const lone = [...node.queue, ...node.active, ...[...node.parked.values()].flat()].filter((r) => !r.run);
+  for (const req of lone) add(req.job.id, [req.sample]);
+  return new Map([...lost].map(([id, set]) => [id, [...set].sort((a, b) => a - b)]));
+}
+
+/** A disconnect: the node loses its queues, running work and cache; events of the old epoch are void. */
+function resetNode(node: SimNode): void {
+  node.up = false;
+  node.epoch++;
+  node.queue = [];
+  node.active.clear();
+  node.parked.clear();
+  node.prefilling.clear();
+  node.requests.clear();
+  node.busy = 0;
+  node.running.clear();
+  node.jobQueue = [];
+  node.lru = [];
+  node.observedWarm = [];
+  node.inFlight = 0;
 }
 
 /** Fewest prefill tokens any placement could use: each distinct prompt prefilled once. */

@@ -1,5 +1,6 @@
 import { type Random, seededRandom } from '../../placement/seeded-random.ts';
 import { sha256Hex } from '../../protocol/canonical.ts';
+import { idealMakespan, type SimFault } from './sim.ts';
 
 /** One simulated node: a model server plus its worker. */
 export interface SimNodeSpec {
@@ -35,6 +36,8 @@ export interface Trace {
   promptTokens: number;
   /** Prompts each server's cache holds (LRU). */
   cacheSlots: number;
+  /** Nodes joining, leaving and pausing during the run (churn). */
+  faults?: SimFault[];
 }
 
 export const PROMPT_TOKENS = 12_000;
@@ -45,7 +48,7 @@ const id = (label: string) => `sha256:${sha256Hex(label)}`;
 export const WORKSPACES = ['ws-hot', 'ws-warm', 'ws-small', 'ws-tiny'].map(id);
 
 /** Six nodes of mixed speed: two Studios, two Max laptops, a Pro, an Air. */
-function fleet(holdings: string[][]): SimNodeSpec[] {
+function fleet(holdings: string[][] = everyNodeHoldsAll()): SimNodeSpec[] {
   const base = [
     { id: 'studio-1', speed: 1.5, concurrency: 4 },
     { id: 'studio-2', speed: 1.5, concurrency: 4 },
@@ -62,23 +65,125 @@ function decodeLengths(rand: Random): number[] {
   return Array.from({ length: K }, () => 300 + Math.floor(rand() * 401));
 }
 
-/** 500 tasks × k = 8, every prompt distinct, four workspaces every node holds. */
-export function standardTrace(seed: number, tasks = 500): Trace {
+function everyNodeHoldsAll(): string[][] {
+  return Array.from({ length: 6 }, () => [...WORKSPACES]);
+}
+
+/** Tasks with distinct prompts over the four workspaces (the standard trace's jobs). */
+function distinctJobs(seed: number, tasks: number): SimJob[] {
   const rand = seededRandom(seed);
-  const jobs: SimJob[] = Array.from({ length: tasks }, (_, i) => ({
+  return Array.from({ length: tasks }, (_, i) => ({
     id: `task-${i}`,
     prompt: id(`standard-prompt-${i}`),
     workspace: WORKSPACES[i % WORKSPACES.length]!,
     decodeTokens: decodeLengths(rand),
   }));
+}
+
+/** 500 tasks × k = 8, every prompt distinct, four workspaces every node holds. */
+export function standardTrace(seed: number, tasks = 500): Trace {
   return {
     name: 'standard',
     description: `${tasks} tasks × k=${K}, distinct ${PROMPT_TOKENS / 1000}k-token prompts, 4 workspaces on every node`,
-    nodes: fleet(Array.from({ length: 6 }, () => [...WORKSPACES])),
-    jobs,
+    nodes: fleet(),
+    jobs: distinctJobs(seed, tasks),
     promptTokens: PROMPT_TOKENS,
     cacheSlots: CACHE_SLOTS,
   };
+}
+
+/**
+ * The standard trace's tasks on six equal nodes (speed 1, 3 slots: 18 slot-speeds, about the mixed
+ * fleet's 17.8), where measured-throughput weights have nothing to find.
+ */
+export function homogeneousTrace(seed: number, tasks = 500): Trace {
+  return {
+    name: 'homogeneous',
+    description: `${tasks} tasks × k=${K}, distinct prompts, six equal nodes (speed 1, 3 slots)`,
+    nodes: Array.from({ length: 6 }, (_, i) => ({
+      id: `node-${i + 1}`,
+      speed: 1,
+      concurrency: 3,
+      workspaces: [...WORKSPACES],
+    })),
+    jobs: distinctJobs(seed, tasks),
+    promptTokens: PROMPT_TOKENS,
+    cacheSlots: CACHE_SLOTS,
+  };
+}
+
+/** Campaigns of the repeated trace: (model, temperature) of each pass over the same prompts. */
+const CAMPAIGNS = [
+  { model: 'a', temperature: 0.2 },
+  { model: 'a', temperature: 0.8 },
+  { model: 'b', temperature: 0.2 },
+  { model: 'b', temperature: 0.8 },
+  { model: 'a', temperature: 0.2, rescore: true },
+];
+/** Prompts by which each campaign trails the one before (they overlap in time, as sweeps do). */
+const CAMPAIGN_LAG = 6;
+
+/**
+ * Five campaigns over the same tasks/5 prompts: two models × two temperatures, then a rescore round
+ * with the first model. The cache key is (prompt, model), so a prompt comes back three times for
+ * model a and twice for model b. Each campaign trails the previous by 6 prompts (with a seeded swap
+ * of neighbours), so a prompt recurs a few dozen tasks later, while a node that prefilled it may
+ * still hold it: the case where gossiped warm caches should pay.
+ */
+export function repeatedTrace(seed: number, tasks = 500): Trace {
+  const rand = seededRandom(seed);
+  const prompts = Math.max(1, Math.floor(tasks / CAMPAIGNS.length));
+  const slots: { at: number; job: SimJob }[] = [];
+  CAMPAIGNS.forEach((c, ci) => {
+    for (let p = 0; p < prompts; p++) {
+      slots.push({
+        // Position in time: campaign lag plus a jitter that swaps neighbours now and then.
+        at: p + ci * CAMPAIGN_LAG + rand() * 1.5,
+        job: {
+          id: `c${ci}-${c.model}-t${c.temperature}${c.rescore ? '-rescore' : ''}-${p}`,
+          prompt: id(`repeated-${c.model}-${p}`),
+          workspace: WORKSPACES[p % WORKSPACES.length]!,
+          decodeTokens: decodeLengths(rand),
+        },
+      });
+    }
+  });
+  slots.sort((a, b) => a.at - b.at);
+  return {
+    name: 'repeated',
+    description: `${prompts} prompts × 5 campaigns (2 models × 2 temperatures + a rescore), k=${K}, campaigns ${CAMPAIGN_LAG} prompts apart`,
+    nodes: fleet(),
+    jobs: slots.map((s) => s.job),
+    promptTokens: PROMPT_TOKENS,
+    cacheSlots: CACHE_SLOTS,
+  };
+}
+
+/**
+ * The standard tasks on the mixed fleet while the laptops come and go (times are shares of the
+ * fault-free ideal makespan): max-2 joins at 20 % and leaves for good at 75 %; the Pro leaves at
+ * 30 % and rejoins (cold) at 65 %; the Air runs on battery (takes no new work) from 10 % to 80 %;
+ * max-1 is on battery from 40 % to 70 %. The Studios stay.
+ */
+export function churnTrace(seed: number, tasks = 500): Trace {
+  const base: Trace = {
+    name: 'churn',
+    description: `${tasks} tasks × k=${K}, distinct prompts; laptops join, leave and go on battery`,
+    nodes: fleet(),
+    jobs: distinctJobs(seed, tasks),
+    promptTokens: PROMPT_TOKENS,
+    cacheSlots: CACHE_SLOTS,
+  };
+  const ideal = idealMakespan(base);
+  const at = (share: number) => Math.round(share * ideal);
+  const faults: SimFault[] = [
+    { node: 'max-2', kind: 'disconnect', at: 0, until: at(0.2) },
+    { node: 'max-2', kind: 'disconnect', at: at(0.75), until: Number.POSITIVE_INFINITY },
+    { node: 'pro', kind: 'disconnect', at: at(0.3), until: at(0.65) },
+    { node: 'air', kind: 'pause', at: at(0.1), until: at(0.8) },
+    { node: 'max-1', kind: 'pause', at: at(0.4), until: at(0.7) },
+  ];
+  return { ...base, faults };
 }
 
 /** Zipf draw over ranks 0..n-1 with exponent s. */
@@ -133,3 +238,12 @@ export function skewedTrace(seed: number, jobsCount = 500): Trace {
     cacheSlots: CACHE_SLOTS,
   };
 }
+
+/** Every trace of the race, by name, built from (seed, tasks). */
+export const TRACES: Record<string, (seed: number, tasks: number) => Trace> = {
+  standard: standardTrace,
+  skewed: skewedTrace,
+  homogeneous: homogeneousTrace,
+  repeated: repeatedTrace,
+  churn: churnTrace,
+};
