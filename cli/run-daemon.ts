@@ -1,6 +1,7 @@
 import { type DaemonOptions, startDaemon } from '../node/daemon.ts';
 import type { DataDir, FleetFile, NodeConfig } from '../node/data-dir.ts';
 import { createModelService } from '../node/models/service.ts';
+import { scaledHedge } from '../placement/hedge.ts';
 import { CliError } from './command.ts';
 import { refuseUnreadyWorkspace } from './scorer.ts';
 import { startUi } from './ui.ts';
@@ -25,6 +26,7 @@ export async function runDaemonForeground(
     models: createModelService({ urls: config.modelServers, autodetect: config.modelServers.length === 0 }),
     signal: abort.signal,
     ...guestInterval(),
+    ...hedgeScale(),
     ...workspaceServing(),
     ...(extra.wrapScorer ? { wrapScorer: extra.wrapScorer } : {}),
   });
@@ -80,6 +82,15 @@ function workspaceServing(): Pick<DaemonOptions, 'workspaceBytesPerSecond' | 'wo
     ...(Number.isFinite(rate) && rate > 0 ? { workspaceBytesPerSecond: rate } : {}),
     ...(Number.isInteger(chunk) && chunk >= 1024 ? { workspaceChunkBytes: chunk } : {}),
   };
+}
+
+/**
+ * VTNODE_HEDGE_SCALE: the waits before a silent job is backed up elsewhere, times this (tests run the
+ * same rules on a faster clock; placement/hedge.ts scaledHedge).
+ */
+function hedgeScale(): Pick<DaemonOptions, 'hedge'> {
+  const scale = Number(process.env['VTNODE_HEDGE_SCALE']);
+  return scale > 0 && scale <= 1 ? { hedge: scaledHedge(scale) } : {};
 }
 
 /** VTNODE_GUEST_INTERVAL_MS: how often a guest checks power and load (tests shorten the 10 s default). */

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { peerIdFromString } from '@libp2p/peer-id';
+import type { HedgeOptions } from '../placement/hedge.ts';
 import { advertTopic, digestTopic } from '../protocol/topics.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
 import type { Scorer } from '../sandbox/scorer.ts';
@@ -63,6 +64,8 @@ export interface DaemonOptions {
   power?: PowerSource;
   /** Time between a guest's power and load checks, ms (default 10 s; VTNODE_GUEST_INTERVAL_MS in tests). */
   guestIntervalMs?: number;
+  /** When this node's campaigns back up a silent job elsewhere (default placement/hedge.ts's; VTNODE_HEDGE_SCALE in tests). */
+  hedge?: HedgeOptions;
   /** Info lines per job and per verified sample on stderr (default true; `vtnode run`'s own node: false). */
   jobLines?: boolean;
 }
@@ -356,6 +359,7 @@ async function launch(options: DaemonOptions, undo: (() => unknown)[]): Promise<
       if (!worker) throw new Error('this node runs no worker');
       return worker.executor.local();
     },
+    ...(options.hedge ? { runner: { hedge: options.hedge } } : {}),
   });
   if (worker) {
     const running = worker;

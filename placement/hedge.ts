@@ -70,12 +70,35 @@ function percentile90(values: readonly number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))]!;
 }
 
+/** The hedger's defaults. */
+export const HEDGE_DEFAULTS = {
+  minStallMs: 30_000,
+  factor: 4,
+  unmeasuredStallMs: 180_000,
+  window: 128,
+  beatGraceMs: 60_000,
+} as const satisfies Required<HedgeOptions>;
+
+/**
+ * The defaults with every wait (minStallMs, unmeasuredStallMs, beatGraceMs) times `scale`, the
+ * factor and window unchanged: the same rules on a faster clock (tests run them at a quarter). Pure.
+ */
+export function scaledHedge(scale: number): HedgeOptions {
+  positive('scale', scale);
+  return {
+    minStallMs: HEDGE_DEFAULTS.minStallMs * scale,
+    unmeasuredStallMs: HEDGE_DEFAULTS.unmeasuredStallMs * scale,
+    beatGraceMs: HEDGE_DEFAULTS.beatGraceMs * scale,
+  };
+}
+
 export function createHedger(options: HedgeOptions = {}): Hedger {
-  const minStallMs = positive('minStallMs', options.minStallMs ?? 30_000);
-  const factor = positive('factor', options.factor ?? 4);
-  const unmeasuredStallMs = positive('unmeasuredStallMs', options.unmeasuredStallMs ?? 180_000);
-  const window = Math.floor(positive('window', options.window ?? 128));
-  const beatGraceMs = positive('beatGraceMs', options.beatGraceMs ?? 60_000);
+  const o = { ...HEDGE_DEFAULTS, ...options };
+  const minStallMs = positive('minStallMs', o.minStallMs);
+  const factor = positive('factor', o.factor);
+  const unmeasuredStallMs = positive('unmeasuredStallMs', o.unmeasuredStallMs);
+  const window = Math.floor(positive('window', o.window));
+  const beatGraceMs = positive('beatGraceMs', o.beatGraceMs);
   /** model → its most recent gaps (a ring, oldest overwritten). */
   const gaps = new Map<string, number[]>();
   const next = new Map<string, number>();

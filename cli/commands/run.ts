@@ -331,6 +331,7 @@ export const command: Command = {
             nodes: s.nodes,
             models: s.models,
             problem: st.problem,
+            campaignSeconds: campaignSeconds(st),
           })}\n`,
         );
       } else {
@@ -342,3 +343,13 @@ export const command: Command = {
     }
   },
 };
+
+/**
+ * The daemon's time from starting (or re-attaching to and resuming) the campaign to its end, in
+ * seconds: the campaign's own cost, without this CLI's process start. Null when the daemon did not
+ * finish it (cancelled before it ran, or stalled with a daemon that no longer runs it).
+ */
+function campaignSeconds(st: CampaignStatus): number | null {
+  if (st.startedAt <= 0 || st.finishedAt < st.startedAt) return null;
+  return Math.round(st.finishedAt - st.startedAt) / 1000;
+}

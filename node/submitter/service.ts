@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { FleetNode } from '../../placement/fleet-view.ts';
+import type { HedgeOptions } from '../../placement/hedge.ts';
 import { sha256Hex } from '../../protocol/canonical.ts';
 import type { SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
 import { campaignSeedBase, Sampling } from '../../protocol/job.ts';
@@ -54,7 +55,10 @@ export interface CampaignStatus {
   running: { jobId: string; taskId: string; peerId: string; samples: number }[];
   problem: string | null;
   outcome: CampaignOutcome | null;
+  /** When this daemon started (or resumed) running the campaign, ms since the epoch; 0 when it did not. */
   startedAt: number;
+  /** When its runner finished, ms since the epoch; 0 while it runs or when this daemon did not run it. */
+  finishedAt: number;
 }
 
 export type CampaignState = 'running' | 'done' | 'incomplete' | 'cancelled' | 'stalled';
@@ -85,7 +89,7 @@ export interface CampaignServiceOptions {
   /** A job stream to this node's own executor. */
   local: () => Framed<WorkerMessage, SubmitterMessage>;
   /** Overrides for the runner (deadlines, attempts). */
-  runner?: { jobDeadlineMs?: number; maxAttempts?: number; noNodeTimeoutMs?: number };
+  runner?: { jobDeadlineMs?: number; maxAttempts?: number; noNodeTimeoutMs?: number; hedge?: HedgeOptions };
 }
 
 /** What the daemon answers to a start request. */
@@ -104,6 +108,7 @@ interface Active {
   abort: AbortController;
   outcome: CampaignOutcome | null;
   startedAt: number;
+  finishedAt: number;
 }
 
 /** Checks, before anything is written, that the fleet can run the campaign at all. */
@@ -254,15 +259,17 @@ export function createCampaignService(options: CampaignServiceOptions) {
       ...(req.jobTimeoutMs ? { jobDeadlineMs: req.jobTimeoutMs } : {}),
       ...(req.maxAttempts ? { maxAttempts: req.maxAttempts } : {}),
     });
-    const entry: Active = { runner, campaign, abort, outcome: null, startedAt: Date.now() };
+    const entry: Active = { runner, campaign, abort, outcome: null, startedAt: Date.now(), finishedAt: 0 };
     active.set(name, entry);
     runner.done.then(
       (outcome) => {
+        entry.finishedAt = Date.now();
         entry.outcome = outcome;
         log('campaign %s %s', name, outcome.status);
         changed(name);
       },
       (err: Error) => {
+        entry.finishedAt = Date.now();
         entry.outcome = { status: 'stalled', exhausted: 0, problem: err.message };
         log.error('campaign %s failed: %s', name, err.message);
         changed(name);
@@ -290,6 +297,7 @@ export function createCampaignService(options: CampaignServiceOptions) {
       problem: entry?.outcome?.problem ?? entry?.runner.problem() ?? null,
       outcome: entry?.outcome ?? null,
       startedAt: entry?.startedAt ?? 0,
+      finishedAt: entry?.finishedAt ?? 0,
     };
   }
 

@@ -36,10 +36,15 @@ describe('a campaign on a submitter and 3 workers', () => {
   it('generates, scores and reports every sample; all k samples of a task run on one node', async () => {
     const picked = tasks.filter((t) => t.kind === 'file').slice(0, 4);
     file = await writeTasks(`${dir}/four.jsonl`, picked);
+    const t0 = performance.now();
     const res = await runCampaign(fleet.dirs[0]!, file, ['-k', '2', '--campaign', 'first']);
+    const cliSeconds = (performance.now() - t0) / 1000;
     expect(res.code, res.stderr).toBe(0);
     first = res.json!;
     expect(first.status).toBe('done');
+    // The daemon's own time for the campaign, without the CLI's start: within the CLI's wall time.
+    expect(first.campaignSeconds).toBeGreaterThan(0);
+    expect(first.campaignSeconds!).toBeLessThan(cliSeconds);
     expect(first.samples).toMatchObject({ planned: 8, generated: 8, scored: 8 });
     // The test server answers with each task's reference: every sample verifies.
     expect(first.samples.verified).toBe(8);

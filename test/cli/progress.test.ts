@@ -27,6 +27,7 @@ function status(scored: number, planned = 4, state: CampaignStatus['status'] = '
     problem: null,
     outcome: null,
     startedAt: T0,
+    finishedAt: 0,
   } as CampaignStatus;
 }
 

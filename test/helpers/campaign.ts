@@ -88,6 +88,7 @@ export interface RunJson {
   cacheHitRate: number | null;
   nodes: { peerId: string; scored: number }[];
   problem: string | null;
+  campaignSeconds: number | null;
 }
 
 /** Waits until the node of `dir` sees `n` nodes, each serving a model with a working sandbox. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createHedger, type WatchedJob } from '../../placement/hedge.ts';
+import { createHedger, HEDGE_DEFAULTS, scaledHedge, type WatchedJob } from '../../placement/hedge.ts';
 
 const job = (jobId: string, lastProgressAt: number, extra: Partial<WatchedJob> = {}): WatchedJob => ({
   jobId,
@@ -33,6 +33,18 @@ describe('hedger', () => {
     const fast = createHedger({ minStallMs: 1000, factor: 4 });
     fast.gap('m', 10);
     expect(fast.stallMs('m')).toBe(1000);
+  });
+
+  it('scaledHedge runs every wait on a faster clock and keeps the factor and window', () => {
+    expect(scaledHedge(0.25)).toEqual({ minStallMs: 7500, unmeasuredStallMs: 45_000, beatGraceMs: 15_000 });
+    expect(() => scaledHedge(0)).toThrow(/scale/);
+    expect(() => scaledHedge(Number.NaN)).toThrow(/scale/);
+    const h = createHedger(scaledHedge(0.5));
+    expect(h.stallMs('m')).toBe(HEDGE_DEFAULTS.unmeasuredStallMs / 2);
+    h.gap('m', 1); // a fast gap: the floor, halved
+    expect(h.stallMs('m')).toBe(HEDGE_DEFAULTS.minStallMs / 2);
+    h.gap('m', 60_000); // a slow gap: the factor is not scaled
+    expect(h.stallMs('m')).toBe(HEDGE_DEFAULTS.factor * 60_000);
   });
 
   it('remembers only the last `window` gaps of a model', () => {

@@ -74,6 +74,7 @@ function campaign(
     problem: null,
     outcome: null,
     startedAt: 1_000_000,
+    finishedAt: 0,
     ...rest,
   };
 }
