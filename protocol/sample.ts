@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { sha256Hex } from './canonical.ts';
-import { Sampling, Usage } from './job.ts';
+import { type SampleResult, Sampling, Usage } from './job.ts';
 import { Sha256Id } from './task.ts';
 
 /** Largest candidate text a worker keeps, bytes of UTF-8 (longer output is truncated by max tokens first). */
@@ -78,6 +78,35 @@ export const SampleBody = z.object({
   scoredAt: z.number().int().min(0),
 });
 export type SampleBody = z.infer<typeof SampleBody>;
+
+/**
+ * What a worker reports for a sample its log holds under `seq` (/vtnode/job/1 `sample`): the body's
+ * fields the submitter counts, without the candidate. `jobId` is the job reporting it, which is not
+ * the body's own when the log already held the sample from an earlier placement.
+ */
+export function sampleResultOf(body: SampleBody, jobId: string, seq: number): SampleResult {
+  const { generation: g, score: s } = body;
+  return {
+    type: 'sample',
+    jobId,
+    sampleId: body.sampleId,
+    index: body.index,
+    seed: g.seed,
+    reward: s.reward,
+    passed: s.passed,
+    failed: s.failed,
+    reasons: s.reasons,
+    truncated: g.truncated,
+    usage: g.usage,
+    warm: g.warm,
+    latencyMs: g.latencyMs,
+    tokensPerSecond: g.tokensPerSecond,
+    contentHash: body.contentHash,
+    evalFingerprint: s.evalFingerprint,
+    seq,
+    scoredAt: body.scoredAt,
+  };
+}
 
 /** Content hash of a candidate: `sha256:` + hex sha256 of its UTF-8 text. */
 export function contentHash(candidate: string): string {

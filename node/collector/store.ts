@@ -7,6 +7,7 @@ import { parseJsonWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
 import { Task, taskHash } from '../../protocol/task.ts';
 import type { TaskReply } from '../../protocol/task-fetch.ts';
+import { DIGEST_ROW_COLUMNS, type DigestRow, digestOfRow, digestValues, rowClaims } from '../digests/row.ts';
 import { type DatabaseSync, openDatabase, storageError, transaction } from '../sqlite.ts';
 import { storageErrorOf } from '../storage/errors.ts';
 
@@ -164,8 +165,7 @@ export interface DatasetStore {
 }
 
 /** The columns a signed digest is read from (never the body's). */
-const DIGEST_COLUMNS =
-  'origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, task_hash';
+const DIGEST_COLUMNS = `origin, ${DIGEST_ROW_COLUMNS}`;
 const EMPTY_HASH = sha256Hex('');
 
 /** A dataset from before bodies' hashes were kept: adds the column and hashes the bodies held, once. */
@@ -226,17 +226,9 @@ CREATE TABLE IF NOT EXISTS origins (
 ) STRICT;
 `;
 
-interface Row {
+/** A row of the dataset index: the signed digest's columns, its origin, and what the collector learnt. */
+interface Row extends DigestRow {
   origin: string;
-  seq: number;
-  sample_id: string;
-  task_id: string;
-  model: string;
-  split: string;
-  reward: number;
-  content_hash: string;
-  eval_fingerprint: string;
-  sig: string;
   body_state: string;
   body_meta: string | null;
   meta_hash: string | null;
@@ -245,7 +237,6 @@ interface Row {
   audit_reward: number | null;
   quarantined: number;
   rescore: string | null;
-  task_hash: string | null;
 }
 
 const hexOf = (hash: string) => hash.slice('sha256:'.length);
@@ -291,10 +282,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     claims: db.prepare(
       `SELECT ${DIGEST_COLUMNS}, body_state, audit FROM samples WHERE sample_id = ? ORDER BY origin, seq`,
     ),
-    insert: db.prepare(
-      `INSERT INTO samples (origin, seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, task_hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
+    insert: db.prepare(`INSERT INTO samples (${DIGEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     summaries: db.prepare(
       `SELECT s.origin AS origin, o.high_water AS highWater, MAX(s.seq) AS maxSeq, COUNT(*) AS count
        FROM samples s JOIN origins o ON o.origin = s.origin
@@ -358,20 +346,7 @@ export function openDatasetStore(dir: string): DatasetStore {
     ),
   };
 
-  const toDigest = (r: Pick<Row, keyof Row>): SignedDigest => ({
-    v: r.task_hash ? 2 : 1,
-    sampleId: r.sample_id,
-    taskId: r.task_id,
-    model: r.model,
-    split: r.split as Digest['split'],
-    reward: r.reward,
-    contentHash: r.content_hash,
-    evalFingerprint: r.eval_fingerprint,
-    origin: r.origin,
-    seq: r.seq,
-    ...(r.task_hash ? { taskHash: r.task_hash } : {}),
-    sig: r.sig,
-  });
+  const toDigest = (r: DigestRow & { origin: string }): SignedDigest => digestOfRow(r, r.origin);
 
   const readCandidate = (hash: string): string => readFileSync(join(dir, BODIES_DIR, hexOf(hash)), 'utf8');
 
@@ -415,21 +390,11 @@ export function openDatasetStore(dir: string): DatasetStore {
     if (hw !== start) q.setHighWater.run(hw, origin);
   };
 
-  const sameDigest = (r: Row, d: Digest) =>
-    r.sample_id === d.sampleId &&
-    r.task_id === d.taskId &&
-    r.model === d.model &&
-    r.split === d.split &&
-    r.reward === d.reward &&
-    r.content_hash === d.contentHash &&
-    r.eval_fingerprint === d.evalFingerprint &&
-    (r.task_hash ?? undefined) === d.taskHash;
-
   const add = (d: SignedDigest): AddResult => {
     q.ensureOrigin.run(d.origin);
     const existing = q.get.get(d.origin, d.seq) as Row | undefined;
     if (existing) {
-      if (sameDigest(existing, d)) return 'known';
+      if (rowClaims(existing, d)) return 'known';
       q.conflict.run(d.origin);
       return 'conflict';
     }
@@ -440,19 +405,7 @@ export function openDatasetStore(dir: string): DatasetStore {
       q.conflict.run(d.origin);
       return 'conflict';
     }
-    q.insert.run(
-      d.origin,
-      d.seq,
-      d.sampleId,
-      d.taskId,
-      d.model,
-      d.split,
-      d.reward,
-      d.contentHash,
-      d.evalFingerprint,
-      d.sig,
-      d.taskHash ?? null,
-    );
+    q.insert.run(d.origin, ...digestValues(d));
     advance(d.origin);
     return 'new';
   };

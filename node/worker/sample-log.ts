@@ -5,6 +5,7 @@ import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
 import { contentHash, SampleBody } from '../../protocol/sample.ts';
 import { Task, taskHash } from '../../protocol/task.ts';
 import type { TaskReply } from '../../protocol/task-fetch.ts';
+import { DIGEST_ROW_COLUMNS, type DigestRow, digestOfRow, digestValues } from '../digests/row.ts';
 import type { DigestSigner } from '../digests/signature.ts';
 import { logger } from '../logger.ts';
 import { type DatabaseSync, openDatabase, storageError, transaction } from '../sqlite.ts';
@@ -170,18 +171,9 @@ function reconcile(db: DatabaseSync, path: string, mark: SeqMark | null): void {
   }
 }
 
-interface Row {
-  seq: number;
-  sample_id: string;
-  task_id: string;
-  model: string;
-  split: string;
-  reward: number;
-  content_hash: string;
-  eval_fingerprint: string;
+/** A row of the log: the signed digest's columns and the body as JSON. */
+interface Row extends DigestRow {
   body: string;
-  sig: string;
-  task_hash: string | null;
 }
 
 function defaultMarkPath(path: string): string | null {
@@ -226,8 +218,7 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
   const byId = db.prepare('SELECT * FROM samples WHERE sample_id = ?');
   const last = db.prepare(TOP);
   const insert = db.prepare(
-    `INSERT INTO samples (seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, body, sig, task_hash)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO samples (${DIGEST_ROW_COLUMNS}, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const maxTaskRows = Math.max(1, options.maxTaskRows ?? DEFAULT_MAX_TASK_ROWS);
   // used_at is a use counter (not a clock): the latest job's row is the newest, even within one millisecond.
@@ -248,9 +239,7 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
     return hash;
   };
   const bySeq = db.prepare('SELECT * FROM samples WHERE seq = ?');
-  const since = db.prepare(
-    'SELECT seq, sample_id, task_id, model, split, reward, content_hash, eval_fingerprint, sig, task_hash FROM samples WHERE seq > ? ORDER BY seq LIMIT ?',
-  );
+  const since = db.prepare(`SELECT ${DIGEST_ROW_COLUMNS} FROM samples WHERE seq > ? ORDER BY seq LIMIT ?`);
   const countAll = db.prepare(
     'SELECT COUNT(*) AS samples, COALESCE(SUM(reward >= 1), 0) AS verified FROM samples',
   );
@@ -296,23 +285,11 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
           return { ...toLogged(existing), created: false };
         }
         const seq = (last.get() as { seq: number }).seq + 1;
-        const { sig } = signer.sign(claimFor(body, origin, seq, hash));
+        const signed = signer.sign(claimFor(body, origin, seq, hash));
         // The mark is on disk before the row is visible to anyone (gossip, /vtnode/log/2, the submitter).
         mark?.advance(seq);
-        insert.run(
-          seq,
-          body.sampleId,
-          body.taskId,
-          body.model,
-          body.split,
-          body.score.reward,
-          body.contentHash,
-          body.score.evalFingerprint,
-          JSON.stringify(body),
-          sig,
-          hash,
-        );
-        return { seq, origin, body, sig, taskHash: hash, created: true };
+        insert.run(...digestValues(signed), JSON.stringify(body));
+        return { seq, origin, body, sig: signed.sig, taskHash: hash, created: true };
       });
     },
     get(sampleId) {
@@ -340,20 +317,7 @@ export function openSampleLog(options: SampleLogOptions): SampleLog {
         throw new RangeError(`after must be a non-negative integer, got ${after}`);
       if (!Number.isInteger(limit) || limit < 1)
         throw new RangeError(`limit must be a positive integer, got ${limit}`);
-      return (since.all(after, limit) as unknown as Row[]).map((r) => ({
-        v: r.task_hash ? (2 as const) : (1 as const),
-        sampleId: r.sample_id,
-        taskId: r.task_id,
-        model: r.model,
-        split: r.split as SignedDigest['split'],
-        reward: r.reward,
-        contentHash: r.content_hash,
-        evalFingerprint: r.eval_fingerprint,
-        origin,
-        seq: r.seq,
-        ...(r.task_hash ? { taskHash: r.task_hash } : {}),
-        sig: r.sig,
-      }));
+      return (since.all(after, limit) as unknown as DigestRow[]).map((r) => digestOfRow(r, origin));
     },
     getTaskRows(hashes) {
       const out: TaskReply[] = [];
