@@ -910,7 +910,7 @@ interface Runner {
  * fewer choices (the server ignored n), is refused as a bad request, or fails while n is still unknown
  * teaches that this server does not honour n, and its missing samples go out again one request each;
  * any other failure fails its samples (retryable when the server's: re-placed, never scored).
- * Resolves to whether the request succeeded.
+ * Resolves to whether the request succeeded (a single one: whether it brought its sample).
  */
 async function runBatch(run: Runner, job: Job, batch: FanOutBatch): Promise<boolean> {
   // Asking whether n is honoured takes one attempt: llama-server before #17775 refused n > 1 with a
@@ -922,8 +922,7 @@ async function runBatch(run: Runner, job: Job, batch: FanOutBatch): Promise<bool
   } catch (err) {
     return batchFailed(run, job, batch, probing, err);
   }
-  await batchAnswered(run, job, batch, answered);
-  return true;
+  return batchAnswered(run, job, batch, answered);
 }
 
 /** A request of a job failed: an n-request that asked or was refused goes out again singly (true), else its samples fail (false). */
@@ -945,8 +944,17 @@ async function batchFailed(
   return false;
 }
 
-/** A request of a job was answered: delivers its samples, learns from an n-request, sends the missing ones again singly. */
-async function batchAnswered(run: Runner, job: Job, batch: FanOutBatch, answered: Answered): Promise<void> {
+/**
+ * A request of a job was answered: delivers its samples, learns from an n-request, and sends the
+ * samples an n-request did not bring again singly. A single request without its one choice (choice 0)
+ * fails its sample: sent again, it would come back the same, for ever. Resolves to false then.
+ */
+async function batchAnswered(
+  run: Runner,
+  job: Job,
+  batch: FanOutBatch,
+  answered: Answered,
+): Promise<boolean> {
   const { response, attempts } = answered;
   const warm = run.observeWarm(job.req, job.prompt, response);
   const samples = samplesOf(run.url, job.req, batch, response, attempts, warm);
@@ -955,7 +963,22 @@ async function batchAnswered(run: Runner, job: Job, batch: FanOutBatch, answered
     run.n.learn(samples.length === batch.n, `asked for n=${batch.n}, got ${samples.length} choices`);
   const got = new Set(samples.map((s) => s.index));
   const missing = batch.indices.filter((i) => !got.has(i));
-  if (missing.length > 0) await fanOut(run, job, missing, true);
+  if (missing.length === 0) return true;
+  if (batch.n > 1) {
+    await fanOut(run, job, missing, true);
+    return true;
+  }
+  for (const index of missing) job.fail(index, noChoiceZero(run.url, response), attempts);
+  return false;
+}
+
+/** The error of a single-choice answer whose choices are all out of range (none is choice 0). */
+function noChoiceZero(url: string, response: Response): ModelServerError {
+  const got = response.answers.map((a) => a.choice).join(', ');
+  return new ModelServerError(
+    url,
+    `POST ${CHAT_PATH}: bad response: choices: no choice 0 (got index ${got})`,
+  );
 }
 
 /**
