@@ -4,7 +4,7 @@ import { fingerprint } from '../../protocol/canonical.ts';
 import { type ExtractResult, extractCodeBlock } from '../../protocol/extract.ts';
 import { ParseError, parseWith } from '../../protocol/parse.ts';
 import type { ChatMessage } from '../../protocol/task.ts';
-import { createSemaphore } from '../async/semaphore.ts';
+import { createSemaphore, type Semaphore } from '../async/semaphore.ts';
 import { sleep } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import { AbortedError, ModelServerError, QueueFullError } from './errors.ts';
@@ -267,7 +267,17 @@ function fromCompletions(
 }
 
 /** A push-based async iterator: producers push outcomes, the consumer awaits them in arrival order. */
-function channel<T>() {
+interface Channel<T> {
+  /** Adds one item, waking the consumer. */
+  push(item: T): void;
+  /** No more items; with `err`, the consumer throws it once the items are drained. */
+  close(err?: unknown): void;
+  /** The items in arrival order, until closed. */
+  drain(): AsyncGenerator<T>;
+}
+
+/** A new, open channel. */
+function channel<T>(): Channel<T> {
   const items: T[] = [];
   let wake: (() => void) | null = null;
   let closed = false;
@@ -356,227 +366,405 @@ function samplesOf(
   });
 }
 
-/**
- * An adapter for one OpenAI-compatible server, built on the `openai` client: k samples per prompt with
- * warm-then-fan-out, per-sample usage/timing/warmth, bounded queue, retries with backoff on
- * connection errors, timeouts and 5xx. Server errors become failed outcomes, never exceptions that
- * escape (only QueueFullError at admission and AbortedError when the caller aborts).
- */
-export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
-  const url = options.url.replace(/\/+$/, '');
+/** The adapter's options with their defaults applied. */
+interface Settings {
+  /** Base URL of the server, without trailing slashes. */
+  url: string;
+  /** Requests sent at once (at least 1). */
+  concurrency: number;
+  /** Queue places (see ModelAdapterOptions.maxQueued). */
+  maxQueued: number;
+  /** Milliseconds one request may take, response body included. */
+  requestTimeoutMs: number;
+  /** Extra attempts after a retryable failure. */
+  retries: number;
+  /** First backoff, ms. */
+  backoffMs: number;
+  /** Whether single-choice requests are streamed. */
+  stream: boolean;
+  /** Most choices one request may carry. */
+  maxN: number;
+}
+
+/** The options with their defaults. */
+function settingsOf(options: ModelAdapterOptions): Settings {
   const concurrency = Math.max(1, options.concurrency);
-  const maxQueued = options.maxQueued ?? 64;
-  const requestTimeoutMs = options.requestTimeoutMs ?? 600_000;
-  const retries = options.retries ?? 2;
-  const backoffMs = options.backoffMs ?? 500;
-  const stream = options.stream ?? !COUNTS_CACHED[options.behaviour];
-  const slots = createSemaphore(concurrency);
-  const coldRates = new Map<string, number>(); // model -> slowest prefill rate seen (tokens per ms)
-  let reserved = 0;
-  let downReason: string | null = null;
-  const running = new Set<AbortController>();
-  const wentDown = (reason: string, cause?: unknown) =>
-    new ModelServerError(url, `POST ${CHAT_PATH}: the server is down (${reason}); request abandoned`, {
-      retryable: false,
-      ...(cause ? { cause } : {}),
+  return {
+    url: options.url.replace(/\/+$/, ''),
+    concurrency,
+    maxQueued: options.maxQueued ?? 64,
+    requestTimeoutMs: options.requestTimeoutMs ?? 600_000,
+    retries: options.retries ?? 2,
+    backoffMs: options.backoffMs ?? 500,
+    stream: options.stream ?? !COUNTS_CACHED[options.behaviour],
+    maxN: Math.max(1, options.maxN ?? maxChoices(options.behaviour, concurrency)),
+  };
+}
+
+/** Throws RangeError for a request the adapter cannot run (before anything is queued or sent). */
+function validate(req: GenerateRequest): void {
+  if (!Number.isInteger(req.k) || req.k < 1)
+    throw new RangeError(`k must be a positive integer, got ${req.k}`);
+  if (!Number.isInteger(req.sampling.maxTokens) || req.sampling.maxTokens < 1)
+    throw new RangeError(`sampling.maxTokens must be a positive integer, got ${req.sampling.maxTokens}`);
+  if (req.seeds && req.seeds.length !== req.k)
+    throw new RangeError(`seeds has ${req.seeds.length} entries, expected k = ${req.k}`);
+}
+
+/** The error of a request abandoned because the server was found down. */
+function wentDown(url: string, reason: string, cause?: unknown): ModelServerError {
+  return new ModelServerError(url, `POST ${CHAT_PATH}: the server is down (${reason}); request abandoned`, {
+    retryable: false,
+    ...(cause ? { cause } : {}),
+  });
+}
+
+/** The error of a request that had no complete answer within its timeout (retryable). */
+function timedOut(url: string, timeoutMs: number, cause?: unknown): ModelServerError {
+  return new ModelServerError(url, `POST ${CHAT_PATH}: no complete answer within ${timeoutMs} ms`, {
+    retryable: true,
+    ...(cause ? { cause } : {}),
+  });
+}
+
+/** Rethrows a ParseError as the server's bad response, naming the fields; anything else as it is. */
+function badResponse(url: string, err: unknown): never {
+  if (err instanceof ParseError)
+    throw new ModelServerError(
+      url,
+      `POST ${CHAT_PATH}: bad response: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
+      { cause: err },
+    );
+  throw err;
+}
+
+/** What a failed request was, as a ModelServerError: retryable when the server's (connection, timeout, 5xx, 429, 408). */
+async function toServerError(url: string, timeoutMs: number, err: unknown): Promise<ModelServerError> {
+  const { APIConnectionError, APIError, APIUserAbortError } = await loadOpenAI();
+  if (err instanceof ModelServerError) return err;
+  if (err instanceof APIUserAbortError) return timedOut(url, timeoutMs, err);
+  if (err instanceof APIConnectionError)
+    return new ModelServerError(
+      url,
+      `POST ${CHAT_PATH}: connection failed: ${describeFetchError(err.cause ?? err)}`,
+      {
+        retryable: true,
+        cause: err,
+      },
+    );
+  if (err instanceof APIError) {
+    const status = err.status ?? 0;
+    return new ModelServerError(url, `POST ${CHAT_PATH}: HTTP ${status}: ${err.message}`, {
+      retryable: status >= 500 || status === 429 || status === 408,
+      status,
+      cause: err,
     });
+  }
+  // Anything else (a body that is not JSON, a broken stream) is the server's fault, not ours.
+  return new ModelServerError(url, `POST ${CHAT_PATH}: unreadable response: ${(err as Error).message}`, {
+    retryable: false,
+    cause: err,
+  });
+}
+
+type RequestBody = ReturnType<typeof requestBody>;
+
+/** A whole answer parsed as the shape it has (one object or an array), so that an error names the field (a union would name none). */
+function parseWhole(url: string, raw: unknown): z.infer<typeof Completion>[] {
+  const where = `${url}${CHAT_PATH}`;
+  try {
+    return Array.isArray(raw) ? parseWith(CompletionArray, raw, where) : [parseWith(Completion, raw, where)];
+  } catch (err) {
+    return badResponse(url, err);
+  }
+}
+
+/** A whole (not streamed) answer: one completion object, or llama-server's array of them. */
+async function readWhole(
+  url: string,
+  client: OpenAI,
+  body: RequestBody,
+  signal: AbortSignal,
+  started: number,
+): Promise<Response> {
+  const raw: unknown = await client.chat.completions.create({ ...body, stream: false }, { signal });
+  const latencyMs = performance.now() - started;
+  return { ...fromCompletions(parseWhole(url, raw)), latencyMs, ttftMs: null, decodeMs: null };
+}
+
+/** What a streamed answer has brought so far. */
+interface StreamState {
+  /** The text, all pieces so far. */
+  text: string;
+  /** The last finish_reason seen (null: none yet). */
+  finishReason: string | null;
+  /** The usage chunk's usage (null: none yet). */
+  usage: z.infer<typeof Usage> | null;
+  /** llama-server's timings, when sent. */
+  timings: z.infer<typeof Timings> | null;
+  /** When the first piece of text came (performance.now()), null before. */
+  firstAt: number | null;
+}
+
+/** One chunk of a stream, parsed (a bad one is the server's bad response). */
+function parseChunk(url: string, raw: unknown): z.infer<typeof Chunk> {
+  try {
+    return parseWith(Chunk, raw, `${url}${CHAT_PATH} (stream chunk)`);
+  } catch (err) {
+    return badResponse(url, err);
+  }
+}
+
+/** Adds one chunk to what the stream has brought: its text, finish_reason, usage and timings. */
+function absorbChunk(state: StreamState, chunk: z.infer<typeof Chunk>): void {
+  for (const c of chunk.choices) {
+    const piece = c.delta?.content;
+    if (piece) {
+      state.firstAt ??= performance.now();
+      state.text += piece;
+    }
+    if (c.finish_reason) state.finishReason = c.finish_reason;
+  }
+  if (chunk.usage) state.usage = chunk.usage;
+  if (chunk.timings) state.timings = chunk.timings;
+}
+
+/** The response of a stream that ended at `ended`; throws when it never had a finish_reason (cut off) or usage. */
+function streamedResponse(url: string, state: StreamState, started: number, ended: number): Response {
+  const { text, finishReason, usage, timings, firstAt } = state;
+  if (finishReason === null)
+    throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended before a finish_reason (cut off?)`, {
+      retryable: true,
+    });
+  if (usage === null)
+    throw new ModelServerError(
+      url,
+      `POST ${CHAT_PATH}: stream ended without usage (stream_options.include_usage ignored?)`,
+    );
+  return {
+    answers: [{ text, finishReason, choice: 0, usage: null }],
+    usage,
+    timings,
+    latencyMs: ended - started,
+    ttftMs: firstAt === null ? null : firstAt - started,
+    decodeMs: firstAt === null ? null : ended - firstAt,
+  };
+}
+
+/** A streamed answer of one choice, read to its end; `cutOff` says why a stream that ended early did. */
+async function readStream(
+  url: string,
+  client: OpenAI,
+  body: RequestBody,
+  signal: AbortSignal,
+  started: number,
+  cutOff: () => void,
+): Promise<Response> {
+  const chunks = await client.chat.completions.create(
+    { ...body, stream: true, stream_options: { include_usage: true } },
+    { signal },
+  );
+  const state: StreamState = { text: '', finishReason: null, usage: null, timings: null, firstAt: null };
+  for await (const rawChunk of chunks) absorbChunk(state, parseChunk(url, rawChunk));
+  const ended = performance.now();
+  // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
+  cutOff();
+  return streamedResponse(url, state, started, ended);
+}
+
+/** The three ways one request can be stopped: the caller's signal, its timeout, the server found down. */
+interface RequestGuard {
+  /** Fires when any of the three does. */
+  signal: AbortSignal;
+  /** The caller's signal (the job's). */
+  caller: AbortSignal | undefined;
+  /** Fires at the request timeout. */
+  timer: AbortSignal;
+  /** Aborted, with the reason, when the server is found down. */
+  down: AbortController;
+  /** Clears the timeout. */
+  dispose(): void;
+}
+
+/** Arms the guard of one request: its timeout starts now. */
+function guardRequest(caller: AbortSignal | undefined, timeoutMs: number): RequestGuard {
+  const timer = new AbortController();
+  const down = new AbortController();
+  const timeout = setTimeout(() => timer.abort(), timeoutMs);
+  const signal = AbortSignal.any([...(caller ? [caller] : []), timer.signal, down.signal]);
+  return { signal, caller, timer: timer.signal, down, dispose: () => clearTimeout(timeout) };
+}
+
+/** Throws why a request was stopped, if it was: the caller aborted, the server went down, or it timed out. */
+function throwIfStopped(s: Settings, guard: RequestGuard): void {
+  if (guard.caller?.aborted) throw new AbortedError();
+  if (guard.down.signal.aborted) throw wentDown(s.url, String(guard.down.signal.reason));
+  if (guard.timer.aborted) throw timedOut(s.url, s.requestTimeoutMs);
+}
+
+/** The error a failed request throws: why it was stopped if it was, else what the server did. */
+async function requestFailure(s: Settings, guard: RequestGuard, err: unknown): Promise<Error> {
+  if (guard.caller?.aborted) return new AbortedError();
+  if (guard.down.signal.aborted) return wentDown(s.url, String(guard.down.signal.reason), err);
+  if (err instanceof AbortedError) return err;
+  if (guard.timer.aborted && !(err instanceof ModelServerError))
+    return timedOut(s.url, s.requestTimeoutMs, err);
+  return toServerError(s.url, s.requestTimeoutMs, err);
+}
+
+/** The server's openai client, made at the first request (the SDK is loaded then) and kept. */
+function clientOpener(s: Settings, options: ModelAdapterOptions): () => Promise<OpenAI> {
   let client: OpenAI | null = null;
-  const openClient = async (): Promise<OpenAI> => {
+  return async () => {
     const { default: OpenAIClient } = await loadOpenAI();
     client ??= new OpenAIClient({
-      baseURL: `${url}/v1`,
+      baseURL: `${s.url}/v1`,
       apiKey: options.apiKey ?? 'sk-no-key-required',
       maxRetries: 0,
-      timeout: requestTimeoutMs + 5_000,
+      timeout: s.requestTimeoutMs + 5_000,
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
     return client;
   };
+}
 
-  const wrapParse = (err: unknown): never => {
-    if (err instanceof ParseError)
-      throw new ModelServerError(
-        url,
-        `POST ${CHAT_PATH}: bad response: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
-        { cause: err },
-      );
-    throw err;
-  };
-
-  const timedOut = (cause?: unknown) =>
-    new ModelServerError(url, `POST ${CHAT_PATH}: no complete answer within ${requestTimeoutMs} ms`, {
-      retryable: true,
-      ...(cause ? { cause } : {}),
-    });
-
-  /** A whole (not streamed) answer: one completion object, or llama-server's array of them. */
-  const readWhole = async (
-    client: OpenAI,
-    body: ReturnType<typeof requestBody>,
-    signal: AbortSignal,
-    started: number,
-  ): Promise<Response> => {
-    const raw: unknown = await client.chat.completions.create({ ...body, stream: false }, { signal });
-    const latencyMs = performance.now() - started;
-    let parsed: z.infer<typeof Completion> | z.infer<typeof CompletionArray>;
-    try {
-      // Parsed as the shape it has, so that an error names the field (a union would name none).
-      const where = `${url}${CHAT_PATH}`;
-      parsed = Array.isArray(raw)
-        ? parseWith(CompletionArray, raw, where)
-        : parseWith(Completion, raw, where);
-    } catch (err) {
-      return wrapParse(err);
-    }
-    const parts = Array.isArray(parsed) ? parsed : [parsed];
-    return { ...fromCompletions(parts), latencyMs, ttftMs: null, decodeMs: null };
-  };
-
-  /** A streamed answer of one choice, read to its end; `cutOff` says why a stream that ended early did. */
-  const readStream = async (
-    client: OpenAI,
-    body: ReturnType<typeof requestBody>,
-    signal: AbortSignal,
-    started: number,
-    cutOff: () => void,
-  ): Promise<Response> => {
-    const chunks = await client.chat.completions.create(
-      { ...body, stream: true, stream_options: { include_usage: true } },
-      { signal },
-    );
-    let text = '';
-    let finishReason: string | null = null;
-    let usage: z.infer<typeof Usage> | null = null;
-    let timings: z.infer<typeof Timings> | null = null;
-    let firstAt: number | null = null;
-    for await (const rawChunk of chunks) {
-      let chunk: z.infer<typeof Chunk>;
-      try {
-        chunk = parseWith(Chunk, rawChunk, `${url}${CHAT_PATH} (stream chunk)`);
-      } catch (err) {
-        return wrapParse(err);
-      }
-      for (const c of chunk.choices) {
-        const piece = c.delta?.content;
-        if (piece) {
-          firstAt ??= performance.now();
-          text += piece;
-        }
-        if (c.finish_reason) finishReason = c.finish_reason;
-      }
-      if (chunk.usage) usage = chunk.usage;
-      if (chunk.timings) timings = chunk.timings;
-    }
-    const ended = performance.now();
-    // The openai Stream ends quietly when its signal aborts: tell a cut-off stream from a complete one.
-    cutOff();
-    if (finishReason === null)
-      throw new ModelServerError(url, `POST ${CHAT_PATH}: stream ended before a finish_reason (cut off?)`, {
-        retryable: true,
-      });
-    if (usage === null)
-      throw new ModelServerError(
-        url,
-        `POST ${CHAT_PATH}: stream ended without usage (stream_options.include_usage ignored?)`,
-      );
-    return {
-      answers: [{ text, finishReason, choice: 0, usage: null }],
-      usage,
-      timings,
-      latencyMs: ended - started,
-      ttftMs: firstAt === null ? null : firstAt - started,
-      decodeMs: firstAt === null ? null : ended - firstAt,
-    };
-  };
-
-  /** What a failed request was, as a ModelServerError: retryable when the server's (connection, timeout, 5xx, 429, 408). */
-  const toServerError = async (err: unknown): Promise<ModelServerError> => {
-    const { APIConnectionError, APIError, APIUserAbortError } = await loadOpenAI();
-    if (err instanceof ModelServerError) return err;
-    if (err instanceof APIUserAbortError) return timedOut(err);
-    if (err instanceof APIConnectionError)
-      return new ModelServerError(
-        url,
-        `POST ${CHAT_PATH}: connection failed: ${describeFetchError(err.cause ?? err)}`,
-        { retryable: true, cause: err },
-      );
-    if (err instanceof APIError) {
-      const status = err.status ?? 0;
-      return new ModelServerError(url, `POST ${CHAT_PATH}: HTTP ${status}: ${err.message}`, {
-        retryable: status >= 500 || status === 429 || status === 408,
-        status,
-        cause: err,
-      });
-    }
-    // Anything else (a body that is not JSON, a broken stream) is the server's fault, not ours.
-    return new ModelServerError(url, `POST ${CHAT_PATH}: unreadable response: ${(err as Error).message}`, {
-      retryable: false,
-      cause: err,
-    });
-  };
-
+/** Sends single requests to one server, and abandons them when it is found down. */
+interface Sender {
   /** One HTTP request, no retries. Throws ModelServerError (retryable or not) or AbortedError. */
-  const requestOnce = async (req: GenerateRequest, seed: number, n: number): Promise<Response> => {
-    if (downReason !== null) throw wentDown(downReason);
-    const timer = new AbortController();
-    const down = new AbortController();
-    running.add(down);
-    const timeout = setTimeout(() => timer.abort(), requestTimeoutMs);
-    const signal = AbortSignal.any([...(req.signal ? [req.signal] : []), timer.signal, down.signal]);
-    const cutOff = () => {
-      if (req.signal?.aborted) throw new AbortedError();
-      if (down.signal.aborted) throw wentDown(String(down.signal.reason));
-      if (timer.signal.aborted) throw timedOut();
-    };
-    const body = requestBody(req, seed, n);
-    const client = await openClient();
-    const started = performance.now();
-    try {
-      // n > 1 is never streamed: the choices' chunks would interleave, and usage is per request anyway.
-      if (!stream || n > 1) return await readWhole(client, body, signal, started);
-      return await readStream(client, body, signal, started, cutOff);
-    } catch (err) {
-      if (req.signal?.aborted) throw new AbortedError();
-      if (down.signal.aborted) throw wentDown(String(down.signal.reason), err);
-      if (err instanceof AbortedError) throw err;
-      if (timer.signal.aborted && !(err instanceof ModelServerError)) throw timedOut(err);
-      throw await toServerError(err);
-    } finally {
-      clearTimeout(timeout);
-      running.delete(down);
-    }
-  };
+  send(req: GenerateRequest, seed: number, n: number): Promise<Response>;
+  /** The server is down (`reason`: running requests fail at once, new ones unsent) or back (null). */
+  setDown(reason: string | null): void;
+}
 
-  /** A request with a slot and bounded retries; resolves to the response and the attempts it took. */
-  const requestWithRetries = async (
-    req: GenerateRequest,
-    seed: number,
-    n: number,
-    extraAttempts = retries,
-  ): Promise<{ response: Response; attempts: number }> => {
-    for (let attempt = 1; ; attempt++) {
-      // One permit per choice: an n-request occupies n of the server's slots (llama-server runs a
-      // child per choice; vLLM batches n sequences), so load() and the other jobs see it.
-      const release = await slots.acquire(req.signal, n);
+/** The sender of one server: its client, its requests in flight, and whether it is down. */
+function createSender(s: Settings, options: ModelAdapterOptions): Sender {
+  let downReason: string | null = null;
+  const running = new Set<AbortController>();
+  const openClient = clientOpener(s, options);
+  return {
+    async send(req, seed, n) {
+      if (downReason !== null) throw wentDown(s.url, downReason);
+      const guard = guardRequest(req.signal, s.requestTimeoutMs);
+      running.add(guard.down);
+      const body = requestBody(req, seed, n);
+      const client = await openClient();
+      const started = performance.now();
       try {
-        return { response: await requestOnce(req, seed, n), attempts: attempt };
+        // n > 1 is never streamed: the choices' chunks would interleave, and usage is per request anyway.
+        if (!s.stream || n > 1) return await readWhole(s.url, client, body, guard.signal, started);
+        return await readStream(s.url, client, body, guard.signal, started, () => throwIfStopped(s, guard));
       } catch (err) {
-        if (!(err instanceof ModelServerError) || !err.retryable || attempt > extraAttempts) {
-          if (err instanceof ModelServerError || err instanceof Error)
-            (err as Error & { attempts?: number }).attempts = attempt;
-          throw err;
-        }
-        log('%s (attempt %d/%d), retrying', err.message, attempt, retries + 1);
+        throw await requestFailure(s, guard, err);
       } finally {
-        release();
+        guard.dispose();
+        running.delete(guard.down);
       }
-      const delay = backoffMs * 2 ** (attempt - 1);
-      await sleep(delay / 2 + Math.random() * (delay / 2), req.signal);
-    }
+    },
+    setDown(reason) {
+      downReason = reason;
+      if (reason !== null) for (const r of running) r.abort(reason);
+    },
   };
+}
 
-  /** What the response showed about the prompt cache; updates the cold baseline and the warm set. */
-  const observeWarm = (req: GenerateRequest, prompt: string, response: Response): WarmObservation => {
+/** An answered request and the attempts it took. */
+interface Answered {
+  response: Response;
+  /** Requests it took (1 + retries). */
+  attempts: number;
+}
+
+/** Records on a failure the attempts it took (read back by runBatch); returns it. */
+function withAttempts(err: unknown, attempts: number): unknown {
+  if (err instanceof Error) (err as Error & { attempts?: number }).attempts = attempts;
+  return err;
+}
+
+/** The wait before attempt `attempt + 1`: backoffMs doubled per retry, half of it jitter. */
+function backoffDelay(backoffMs: number, attempt: number): number {
+  const delay = backoffMs * 2 ** (attempt - 1);
+  return delay / 2 + Math.random() * (delay / 2);
+}
+
+/** A request with a slot and at most `extraAttempts` retries of retryable failures, with backoff. */
+async function requestWithRetries(
+  sender: Sender,
+  slots: Semaphore,
+  s: Settings,
+  req: GenerateRequest,
+  seed: number,
+  n: number,
+  extraAttempts: number,
+): Promise<Answered> {
+  for (let attempt = 1; ; attempt++) {
+    // One permit per choice: an n-request occupies n of the server's slots (llama-server runs a
+    // child per choice; vLLM batches n sequences), so load() and the other jobs see it.
+    const release = await slots.acquire(req.signal, n);
+    try {
+      return { response: await sender.send(req, seed, n), attempts: attempt };
+    } catch (err) {
+      if (!(err instanceof ModelServerError) || !err.retryable || attempt > extraAttempts)
+        throw withAttempts(err, attempt);
+      log('%s (attempt %d/%d), retrying', err.message, attempt, s.retries + 1);
+    } finally {
+      release();
+    }
+    await sleep(backoffDelay(s.backoffMs, attempt), req.signal);
+  }
+}
+
+/** What the adapter knows of the server's `n`, learned per server. */
+interface NSupport {
+  /** Whether the server honours n: true, false, or null while unknown (ask with the next fan-out). */
+  readonly honours: boolean | null;
+  /** Records what a response showed (logged when it changes what was known). */
+  learn(honours: boolean, why: string): void;
+  /** A request with n > 1 failed while asking, or was refused: a refusal answers, so does a second server error. */
+  askFailed(err: unknown): void;
+}
+
+/** Whether n is honoured before asking: the caller's word, else the server kind's (null: ask). */
+function initialHonoursN(options: ModelAdapterOptions): boolean | null {
+  if (options.useN === true || options.useN === false) return options.useN;
+  const support = N_SUPPORT[options.behaviour];
+  return support === 'yes' ? true : support === 'no' ? false : null;
+}
+
+/** The n support of the server at `url`, starting from what its options and kind say. */
+function createNSupport(url: string, options: ModelAdapterOptions): NSupport {
+  let honours = initialHonoursN(options);
+  let failedQuestions = 0; // requests with n > 1 that failed with a server error while n was unknown
+  const learn = (value: boolean, why: string) => {
+    if (honours === value) return;
+    log('%s: n %s (%s)', url, value ? 'honoured' : 'not honoured, fanning out one request per sample', why);
+    honours = value;
+  };
+  return {
+    get honours() {
+      return honours;
+    },
+    learn,
+    askFailed(err) {
+      // A refusal answers the question; a server error might be a hiccup: asked again next time, and
+      // the second such failure answers it (old llama-server's refusal is a 500).
+      const retryable = err instanceof ModelServerError && err.retryable;
+      if (!retryable || ++failedQuestions >= 2) learn(false, (err as Error).message);
+    },
+  };
+}
+
+/** A request with n > 1 refused as a bad request (llama-server: "n_cmpl cannot be greater than the number of slots"). */
+function refusedN(err: unknown): boolean {
+  return err instanceof ModelServerError && (err.status === 400 || err.status === 422);
+}
+
+/** Reads what each response shows about the prompt cache. */
+type WarmObserver = (req: GenerateRequest, prompt: string, response: Response) => WarmObservation;
+
+/** The warm observer of one server: keeps each model's cold prefill rate, and updates `warmSet`. */
+function createWarmObserver(warmSet: WarmSet | undefined): WarmObserver {
+  const coldRates = new Map<string, number>(); // model -> slowest prefill rate seen (tokens per ms)
+  return (req, prompt, response) => {
     const { usage, timings } = response;
     const coldRate = coldRates.get(req.model) ?? null;
     const warm = classifyWarm({
@@ -593,167 +781,277 @@ export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
       const rate = usage.prompt_tokens / Math.max(response.ttftMs, 0.001);
       if (coldRate === null || rate < coldRate) coldRates.set(req.model, rate);
     }
-    options.warm?.observe(prompt, req.model, warm.warm);
+    warmSet?.observe(prompt, req.model, warm.warm);
     return warm;
   };
+}
 
-  /** Whether the server honours n, learned per server (null: ask with the next fan-out). */
-  const support = N_SUPPORT[options.behaviour];
-  let honoursN: boolean | null =
-    options.useN === true || options.useN === false
-      ? options.useN
-      : support === 'yes'
-        ? true
-        : support === 'no'
-          ? false
-          : null;
-  const maxN = Math.max(1, options.maxN ?? maxChoices(options.behaviour, concurrency));
-  let failedQuestions = 0; // requests with n > 1 that failed with a server error while n was unknown
-  const learnN = (honours: boolean, why: string) => {
-    if (honoursN === honours) return;
-    log('%s: n %s (%s)', url, honours ? 'honoured' : 'not honoured, fanning out one request per sample', why);
-    honoursN = honours;
+/** The server's queue: places reserved by the jobs it has accepted. */
+interface Queue {
+  /** Places reserved now. */
+  readonly reserved: number;
+  /** Reserves `share` places, or throws QueueFullError when they would exceed the limit. */
+  reserve(share: number): void;
+  /** Gives `count` places back. */
+  release(count: number): void;
+}
+
+/** A queue of `maxQueued` places for the server at `url`. */
+function createQueue(url: string, maxQueued: number): Queue {
+  let reserved = 0;
+  return {
+    get reserved() {
+      return reserved;
+    },
+    reserve(share) {
+      if (reserved + share > maxQueued) throw new QueueFullError(url, share, reserved, maxQueued);
+      reserved += share;
+    },
+    release(count) {
+      reserved -= count;
+    },
   };
-  /** A request with n > 1 refused as a bad request (llama-server: "n_cmpl cannot be greater than the number of slots"). */
-  const refusedN = (err: unknown) =>
-    err instanceof ModelServerError && (err.status === 400 || err.status === 422);
+}
 
-  /** The bookkeeping of one job: its seeds, its share of the queue, and where its outcomes go. */
-  const startJob = (req: GenerateRequest) => {
-    // A job holds at most `concurrency` of its requests in flight (the rest wait their turn here), so
-    // it reserves that share of the queue, not all k: a job of k = 200 fits a queue of 64.
-    const share = Math.min(req.k, concurrency);
-    if (reserved + share > maxQueued) throw new QueueFullError(url, share, reserved, maxQueued);
-    reserved += share;
-    const settled = new Set<number>();
-    const held = () => Math.min(share, req.k - settled.size);
-    const settle = (index: number) => {
-      if (settled.has(index)) return;
-      const before = held();
-      settled.add(index);
-      reserved -= before - held();
-    };
-    const seeds = req.seeds ?? Array.from({ length: req.k }, (_, i) => (req.seedBase ?? 0) + i);
-    const prompt =
-      req.promptFingerprint ?? fingerprint(req.messages.map((m) => ({ role: m.role, content: m.content })));
-    const out = channel<SampleOutcome>();
-    const deliver = (outcome: SampleOutcome) => {
-      out.push(outcome);
-      settle(outcome.index);
-    };
-    const fail = (index: number, err: unknown, attempts: number) => {
-      const error = err instanceof Error ? err : new Error(String(err));
-      deliver({
-        ok: false,
-        index,
-        seed: seeds[index]!,
-        error,
-        retryable: error instanceof ModelServerError ? error.retryable : false,
-        attempts,
-      });
-    };
-    const settleAll = () => {
-      for (let i = 0; i < req.k; i++) settle(i);
-    };
-    return { req, seeds, prompt, out, deliver, fail, settleAll };
+/** A job's places in the queue, given back as its samples settle. */
+interface QueueHold {
+  /** Sample `index` has its outcome: gives back a place once fewer samples are left than held. */
+  settle(index: number): void;
+  /** Every sample is settled (the job ended early): gives back every place left. */
+  settleAll(): void;
+}
+
+/** Reserves a job's share of the queue (or throws QueueFullError). */
+function holdQueue(queue: Queue, k: number, concurrency: number): QueueHold {
+  // A job holds at most `concurrency` of its requests in flight (the rest wait their turn here), so
+  // it reserves that share of the queue, not all k: a job of k = 200 fits a queue of 64.
+  const share = Math.min(k, concurrency);
+  queue.reserve(share);
+  const settled = new Set<number>();
+  const held = () => Math.min(share, k - settled.size);
+  const settle = (index: number) => {
+    if (settled.has(index)) return;
+    const before = held();
+    settled.add(index);
+    queue.release(before - held());
   };
-  type Job = ReturnType<typeof startJob>;
+  return {
+    settle,
+    settleAll: () => {
+      for (let i = 0; i < k; i++) settle(i);
+    },
+  };
+}
 
-  /**
-   * Sends one request of a job and delivers its samples. A request with n > 1 that comes back with
-   * fewer choices (the server ignored n), is refused as a bad request, or fails while n is still unknown
-   * teaches that this server does not honour n, and its missing samples go out again one request each;
-   * any other failure fails its samples (retryable when the server's: re-placed, never scored).
-   * Resolves to whether the request succeeded.
-   */
-  const runBatch = async (job: Job, batch: FanOutBatch): Promise<boolean> => {
-    // Asking whether n is honoured takes one attempt: llama-server before #17775 refused n > 1 with a
-    // 500 ("Only one completion choice is allowed"), which retries would only repeat.
-    const probing = batch.n > 1 && honoursN === null;
-    let answered: { response: Response; attempts: number };
-    try {
-      answered = await requestWithRetries(job.req, batch.seed, batch.n, probing ? 0 : retries);
-    } catch (err) {
-      if (err instanceof AbortedError) throw err;
-      if (batch.n > 1 && (probing || refusedN(err))) {
-        // A refusal answers the question; a server error might be a hiccup: asked again next time, and
-        // the second such failure answers it (old llama-server's refusal is a 500).
-        const retryable = err instanceof ModelServerError && err.retryable;
-        if (!retryable || ++failedQuestions >= 2) learnN(false, (err as Error).message);
-        await fanOut(job, batch.indices, true);
-        return true;
-      }
-      const attempts = (err as { attempts?: number }).attempts ?? 1;
-      for (const index of batch.indices) job.fail(index, err, attempts);
-      return false;
-    }
-    const { response, attempts } = answered;
-    const warm = observeWarm(job.req, job.prompt, response);
-    const samples = samplesOf(url, job.req, batch, response, attempts, warm);
-    for (const s of samples) job.deliver({ ok: true, ...s });
-    if (batch.n > 1)
-      learnN(samples.length === batch.n, `asked for n=${batch.n}, got ${samples.length} choices`);
-    const got = new Set(samples.map((s) => s.index));
-    const missing = batch.indices.filter((i) => !got.has(i));
-    if (missing.length > 0) await fanOut(job, missing, true);
+/** One job in the adapter: what it asks, and where its outcomes go. */
+interface Job {
+  req: GenerateRequest;
+  /** The seed of each sample. */
+  seeds: number[];
+  /** The prompt's fingerprint (the warm set's key). */
+  prompt: string;
+  /** Its outcomes, in arrival order. */
+  out: Channel<SampleOutcome>;
+  /** Sends one outcome to the caller, and settles its sample. */
+  deliver(outcome: SampleOutcome): void;
+  /** Delivers sample `index` as failed with `err`. */
+  fail(index: number, err: unknown, attempts: number): void;
+  /** The job ended: gives back its places in the queue. */
+  settleAll(): void;
+}
+
+/** The outcome of a sample that failed: retryable when the error is a retryable ModelServerError. */
+function failureOf(index: number, seed: number, err: unknown, attempts: number): SampleOutcome {
+  const error = err instanceof Error ? err : new Error(String(err));
+  return {
+    ok: false,
+    index,
+    seed,
+    error,
+    retryable: error instanceof ModelServerError ? error.retryable : false,
+    attempts,
+  };
+}
+
+/** Admits a job: reserves its share of the queue (or throws QueueFullError), then sets up its seeds and outcomes. */
+function startJob(req: GenerateRequest, queue: Queue, concurrency: number): Job {
+  const hold = holdQueue(queue, req.k, concurrency);
+  const seeds = req.seeds ?? Array.from({ length: req.k }, (_, i) => (req.seedBase ?? 0) + i);
+  const prompt =
+    req.promptFingerprint ?? fingerprint(req.messages.map((m) => ({ role: m.role, content: m.content })));
+  const out = channel<SampleOutcome>();
+  const deliver = (outcome: SampleOutcome) => {
+    out.push(outcome);
+    hold.settle(outcome.index);
+  };
+  const fail = (index: number, err: unknown, attempts: number) =>
+    deliver(failureOf(index, seeds[index]!, err, attempts));
+  return { req, seeds, prompt, out, deliver, fail, settleAll: hold.settleAll };
+}
+
+/** What running jobs needs from the adapter. */
+interface Runner {
+  /** Base URL of the server. */
+  url: string;
+  /** Extra attempts per request (none while asking whether n is honoured). */
+  retries: number;
+  /** Most choices one request may carry. */
+  maxN: number;
+  /** What is known of the server's n. */
+  n: NSupport;
+  /** A request with a slot and at most `extraAttempts` retries. */
+  request(req: GenerateRequest, seed: number, n: number, extraAttempts: number): Promise<Answered>;
+  /** What a response showed about the prompt cache (and the warm set updated). */
+  observeWarm: WarmObserver;
+}
+
+/**
+ * Sends one request of a job and delivers its samples. A request with n > 1 that comes back with
+ * fewer choices (the server ignored n), is refused as a bad request, or fails while n is still unknown
+ * teaches that this server does not honour n, and its missing samples go out again one request each;
+ * any other failure fails its samples (retryable when the server's: re-placed, never scored).
+ * Resolves to whether the request succeeded (a single one: whether it brought its sample).
+ */
+async function runBatch(run: Runner, job: Job, batch: FanOutBatch): Promise<boolean> {
+  // Asking whether n is honoured takes one attempt: llama-server before #17775 refused n > 1 with a
+  // 500 ("Only one completion choice is allowed"), which retries would only repeat.
+  const probing = batch.n > 1 && run.n.honours === null;
+  let answered: Answered;
+  try {
+    answered = await run.request(job.req, batch.seed, batch.n, probing ? 0 : run.retries);
+  } catch (err) {
+    return batchFailed(run, job, batch, probing, err);
+  }
+  return batchAnswered(run, job, batch, answered);
+}
+
+/** A request of a job failed: an n-request that asked or was refused goes out again singly (true), else its samples fail (false). */
+async function batchFailed(
+  run: Runner,
+  job: Job,
+  batch: FanOutBatch,
+  probing: boolean,
+  err: unknown,
+): Promise<boolean> {
+  if (err instanceof AbortedError) throw err;
+  if (batch.n > 1 && (probing || refusedN(err))) {
+    run.n.askFailed(err);
+    await fanOut(run, job, batch.indices, true);
     return true;
-  };
+  }
+  const attempts = (err as { attempts?: number }).attempts ?? 1;
+  for (const index of batch.indices) job.fail(index, err, attempts);
+  return false;
+}
 
-  /**
-   * The fan-out: one n-request per run of consecutive seeds where n is honoured (or unknown), else (or
-   * `singly`: the samples an n-request did not bring) one request per sample.
-   */
-  const fanOut = async (job: Job, indices: number[], singly = false): Promise<void> => {
-    const batches = planFanOut(indices, job.seeds, !singly && honoursN !== false, maxN);
-    await Promise.all(batches.map((b) => runBatch(job, b)));
-  };
+/**
+ * A request of a job was answered: delivers its samples, learns from an n-request, and sends the
+ * samples an n-request did not bring again singly. A single request without its one choice (choice 0)
+ * fails its sample: sent again, it would come back the same, for ever. Resolves to false then.
+ */
+async function batchAnswered(
+  run: Runner,
+  job: Job,
+  batch: FanOutBatch,
+  answered: Answered,
+): Promise<boolean> {
+  const { response, attempts } = answered;
+  const warm = run.observeWarm(job.req, job.prompt, response);
+  const samples = samplesOf(run.url, job.req, batch, response, attempts, warm);
+  for (const s of samples) job.deliver({ ok: true, ...s });
+  if (batch.n > 1)
+    run.n.learn(samples.length === batch.n, `asked for n=${batch.n}, got ${samples.length} choices`);
+  const got = new Set(samples.map((s) => s.index));
+  const missing = batch.indices.filter((i) => !got.has(i));
+  if (missing.length === 0) return true;
+  if (batch.n > 1) {
+    await fanOut(run, job, missing, true);
+    return true;
+  }
+  for (const index of missing) job.fail(index, noChoiceZero(run.url, response), attempts);
+  return false;
+}
 
-  /** Warm, then fan out: the first request alone, so the prompt is evaluated once. */
-  const runJob = async (job: Job): Promise<void> => {
-    const firstOk = await runBatch(job, { indices: [0], seed: job.seeds[0]!, n: 1 });
-    const rest = Array.from({ length: job.req.k - 1 }, (_, i) => i + 1);
-    if (rest.length === 0) return;
-    if (!firstOk) {
-      // The server just failed this prompt after its retries: do not hammer it k-1 more times.
-      const last = new ModelServerError(url, "skipped: the job's first request failed", { retryable: true });
-      for (const index of rest) job.fail(index, last, 0);
-      return;
-    }
-    await fanOut(job, rest);
-  };
+/** The error of a single-choice answer whose choices are all out of range (none is choice 0). */
+function noChoiceZero(url: string, response: Response): ModelServerError {
+  const got = response.answers.map((a) => a.choice).join(', ');
+  return new ModelServerError(
+    url,
+    `POST ${CHAT_PATH}: bad response: choices: no choice 0 (got index ${got})`,
+  );
+}
 
-  const validate = (req: GenerateRequest) => {
-    if (!Number.isInteger(req.k) || req.k < 1)
-      throw new RangeError(`k must be a positive integer, got ${req.k}`);
-    if (!Number.isInteger(req.sampling.maxTokens) || req.sampling.maxTokens < 1)
-      throw new RangeError(`sampling.maxTokens must be a positive integer, got ${req.sampling.maxTokens}`);
-    if (req.seeds && req.seeds.length !== req.k)
-      throw new RangeError(`seeds has ${req.seeds.length} entries, expected k = ${req.k}`);
-  };
+/**
+ * The fan-out: one n-request per run of consecutive seeds where n is honoured (or unknown), else (or
+ * `singly`: the samples an n-request did not bring) one request per sample.
+ */
+async function fanOut(run: Runner, job: Job, indices: number[], singly = false): Promise<void> {
+  const batches = planFanOut(indices, job.seeds, !singly && run.n.honours !== false, run.maxN);
+  await Promise.all(batches.map((b) => runBatch(run, job, b)));
+}
 
+/** Warm, then fan out: the first request alone, so the prompt is evaluated once. */
+async function runJob(run: Runner, job: Job): Promise<void> {
+  const firstOk = await runBatch(run, job, { indices: [0], seed: job.seeds[0]!, n: 1 });
+  const rest = Array.from({ length: job.req.k - 1 }, (_, i) => i + 1);
+  if (rest.length === 0) return;
+  if (!firstOk) {
+    // The server just failed this prompt after its retries: do not hammer it k-1 more times.
+    const last = new ModelServerError(run.url, "skipped: the job's first request failed", {
+      retryable: true,
+    });
+    for (const index of rest) job.fail(index, last, 0);
+    return;
+  }
+  await fanOut(run, job, rest);
+}
+
+/** Runs a job in the background; its outcomes as they come, then the job's error if it failed (AbortedError). */
+function outcomesOf(run: Runner, job: Job): AsyncIterable<SampleOutcome> {
+  runJob(run, job).then(
+    () => job.out.close(),
+    (err) => {
+      job.settleAll();
+      job.out.close(err);
+    },
+  );
+  return { [Symbol.asyncIterator]: () => job.out.drain() };
+}
+
+/**
+ * An adapter for one OpenAI-compatible server, built on the `openai` client: k samples per prompt with
+ * warm-then-fan-out, per-sample usage/timing/warmth, bounded queue, retries with backoff on
+ * connection errors, timeouts and 5xx. Server errors become failed outcomes, never exceptions that
+ * escape (only QueueFullError at admission and AbortedError when the caller aborts).
+ */
+export function createModelAdapter(options: ModelAdapterOptions): ModelAdapter {
+  const settings = settingsOf(options);
+  const { url, concurrency } = settings;
+  const slots = createSemaphore(concurrency);
+  const queue = createQueue(url, settings.maxQueued);
+  const sender = createSender(settings, options);
+  const n = createNSupport(url, options);
+  const run: Runner = {
+    url,
+    retries: settings.retries,
+    maxN: settings.maxN,
+    n,
+    request: (req, seed, count, extraAttempts) =>
+      requestWithRetries(sender, slots, settings, req, seed, count, extraAttempts),
+    observeWarm: createWarmObserver(options.warm),
+  };
   return {
     url,
     load: () => ({
-      queued: Math.max(0, reserved - slots.running),
+      queued: Math.max(0, queue.reserved - slots.running),
       running: slots.running,
       capacity: concurrency,
     }),
-    setDown(reason) {
-      downReason = reason;
-      if (reason !== null) for (const r of running) r.abort(reason);
-    },
-    honoursN: () => honoursN,
+    setDown: (reason) => sender.setDown(reason),
+    honoursN: () => n.honours,
     generate(req) {
       validate(req);
-      const job = startJob(req);
-      runJob(job).then(
-        () => job.out.close(),
-        (err) => {
-          job.settleAll();
-          job.out.close(err);
-        },
-      );
-      return { [Symbol.asyncIterator]: () => job.out.drain() };
+      return outcomesOf(run, startJob(req, queue, concurrency));
     },
   };
 }

@@ -356,6 +356,36 @@ describe('model adapter against the emulator', () => {
     expect(f3.error.message).toContain(`${noUsage.url}: POST /v1/chat/completions: bad response: usage`);
   });
 
+  it('fails a sample whose single-choice answer lacks choice 0, instead of sending it again without end', async () => {
+    // A misbehaving server (or proxy) that numbers the one choice of an n = 1 answer 1: the choice is out
+    // of range, so the sample is missing. Sent again singly, it would come back the same way, for ever;
+    // this one gives up after 5 such answers, so the test fails rather than hangs on that behaviour.
+    let requests = 0;
+    const renumbering = await fakeServer({
+      'POST /v1/chat/completions': (_q, r) =>
+        json(r, {
+          choices: [{ index: ++requests <= 5 ? 1 : 0, message: { content: 'x' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 1, completion_tokens: 1 },
+        }),
+    });
+    open.push(renumbering);
+    const adapter = createModelAdapter({ url: renumbering.url, behaviour: 'vllm', concurrency: 1 });
+    const outcomes = await collect(adapter.generate(job(fixture.tasks[0]!, 2)));
+    expect(requests).toBe(1); // the first request, failed; the second sample is not sent after it
+    expect(outcomes).toHaveLength(2);
+    const [first, second] = outcomes.sort((a, b) => a.index - b.index);
+    expect(first!.ok).toBe(false);
+    if (!first!.ok) {
+      expect(first!.error.message).toContain(
+        `${renumbering.url}: POST /v1/chat/completions: bad response: choices: no choice 0 (got index 1)`,
+      );
+      expect(first!.attempts).toBe(1);
+    }
+    expect(second!.ok).toBe(false);
+    if (!second!.ok) expect(second!.error.message).toMatch(/skipped: the job's first request failed/);
+    expect(adapter.load()).toEqual({ queued: 0, running: 0, capacity: 1 });
+  });
+
   it('rejects bad requests before sending anything', () => {
     const adapter = createModelAdapter({ url: 'http://127.0.0.1:9', behaviour: 'openai', concurrency: 1 });
     expect(() => adapter.generate(job(fixture.tasks[0]!, 0))).toThrow(/k must be a positive integer/);
