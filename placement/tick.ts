@@ -135,3 +135,33 @@ export function decisionReason(
   if (target === p.peerId) return p.reason;
   return p.ranked.find((r) => r.peerId === target)?.fetching ? 'fetching' : 'spill';
 }
+
+/** The campaign's stall state after a tick. */
+export interface StallState {
+  /** The reason to show for work with no node, or null to keep the last one shown. */
+  problem: string | null;
+  /** Since when no node could ever take the waiting work (ms since epoch), or null. */
+  noNodeSince: number | null;
+}
+
+/**
+ * The stall state after a tick: work is blocked when the tick placed nothing, found no eligible node
+ * for some work and no job runs (`activeJobs`, counted after the tick). A node cooling down after
+ * failures comes back (and a task's placements are bounded by maxAttempts): only a fleet where no
+ * node could ever take the work starts (or keeps) the stall clock. Pure.
+ */
+export function stallAfterTick(
+  tick: TickResult<unknown>,
+  activeJobs: number,
+  noNodeSince: number | null,
+  now: number,
+): StallState {
+  if (!tick.blocked || tick.decisions.length !== 0 || activeJobs !== 0)
+    return { problem: null, noNodeSince: null };
+  return { problem: tick.blocked, noNodeSince: tick.coolingDown ? null : (noNodeSince ?? now) };
+}
+
+/** True when no node could take the work for longer than `timeoutMs` (the campaign stalls). Pure. */
+export function stalledFor(noNodeSince: number | null, now: number, timeoutMs: number): boolean {
+  return noNodeSince !== null && now - noNodeSince > timeoutMs;
+}

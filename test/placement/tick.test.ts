@@ -4,7 +4,13 @@ import { createLeaseBook, type LeaseBook } from '../../placement/lease-book.ts';
 import { createPlacer, type Placement, type Placer } from '../../placement/placer.ts';
 import { createReputation } from '../../placement/reputation.ts';
 import { seededRandom } from '../../placement/seeded-random.ts';
-import { placeTick, type RoomState, type TickResult } from '../../placement/tick.ts';
+import {
+  placeTick,
+  type RoomState,
+  stallAfterTick,
+  stalledFor,
+  type TickResult,
+} from '../../placement/tick.ts';
 import { advert, fleetNode, MODEL, model, task, WS, WS_B } from '../helpers/adverts.ts';
 
 type T = ReturnType<typeof task>;
@@ -242,5 +248,43 @@ describe('placement tick', () => {
       expect(r.blocked).toMatch(/no node holds workspace/);
       expect(calls.n).toBe(2);
     });
+  });
+});
+
+describe('stall after a tick', () => {
+  const tick = (blocked: string | null, decisions: number, coolingDown: boolean): TickResult<T> => ({
+    blocked,
+    coolingDown,
+    decisions: Array.from({ length: decisions }, () => ({}) as TickResult<T>['decisions'][number]),
+  });
+
+  it('the same stall clock and problem as the runner’s former round, for every combination', () => {
+    for (const blocked of [null, 'no node serves it'])
+      for (const decisions of [0, 1])
+        for (const active of [0, 2])
+          for (const coolingDown of [false, true])
+            for (const since of [null, 500]) {
+              // The reference: the runner's code before issue 14 build 7.
+              let problem: string | null = null;
+              let noNodeSince: number | null = since;
+              if (blocked && decisions === 0 && active === 0) {
+                problem = blocked;
+                noNodeSince = coolingDown ? null : (noNodeSince ?? 1000);
+              } else noNodeSince = null;
+              const label = JSON.stringify({ blocked, decisions, active, coolingDown, since });
+              expect(
+                stallAfterTick(tick(blocked, decisions, coolingDown), active, since, 1000),
+                label,
+              ).toEqual({
+                problem,
+                noNodeSince,
+              });
+            }
+  });
+
+  it('stalls only after the timeout has passed since no node could take the work', () => {
+    expect(stalledFor(null, 1e9, 0)).toBe(false);
+    expect(stalledFor(1000, 61_000, 60_000)).toBe(false);
+    expect(stalledFor(1000, 61_001, 60_000)).toBe(true);
   });
 });
