@@ -60,6 +60,8 @@ export interface CampaignRunnerOptions {
   proven?: Set<string>;
   /** When to back up a silent job on another node (placement/hedge.ts); false never does. */
   hedge?: HedgeOptions | false;
+  /** Time a worker has to send `end` after a job's last sample before its stream is closed, ms (default 10 s). */
+  endGraceMs?: number;
   /** Load slack ε of the bounded-load rendezvous placement. */
   epsilon?: number;
   /** How long to wait for an eligible node before giving up the campaign, ms (nodes cooling down after failures are waited for). */
@@ -120,6 +122,8 @@ interface Run {
   readonly leaseMs: number;
   /** How long to wait for an eligible node before the campaign stalls, ms. */
   readonly noNodeTimeoutMs: number;
+  /** Time a worker has to end a job after its last sample, ms. */
+  readonly endGraceMs: number;
   /** Nodes' failures and successes (placement/reputation.ts). */
   readonly reputation: Reputation;
   /** Nodes' measured speed per model (placement/throughput.ts). */
@@ -181,6 +185,7 @@ function createRun(options: CampaignRunnerOptions): Run {
     deadlineMs: options.jobDeadlineMs ?? 30 * 60_000,
     leaseMs: options.leaseMs ?? DEFAULT_JOB_LEASE_MS,
     noNodeTimeoutMs: options.noNodeTimeoutMs ?? 60_000,
+    endGraceMs: options.endGraceMs ?? 10_000,
     reputation,
     throughput,
     placer: createPlacer({ reputation, weight: throughput.weight, epsilon: options.epsilon ?? 0.1 }),
@@ -395,7 +400,7 @@ async function followLease(run: Run, lease: Lease, task: Task, signal: AbortSign
       jobRequest(run, lease, task, samples),
       {
         signal,
-        ...(self ? { open: async () => run.options.local() } : {}),
+        ...(self ? { open: async (stream: AbortSignal) => localStream(run, stream) } : {}),
       },
     );
     const lost = await consume(run, lease, events, onAccepted);
@@ -406,6 +411,13 @@ async function followLease(run: Run, lease: Lease, task: Task, signal: AbortSign
     await wait(at.pause, signal);
     at.pause = nextReattachPause(at.pause);
   }
+}
+
+/** A job stream to this node's own executor, reset when the job client gives it up (as a libp2p stream is). */
+function localStream(run: Run, stream: AbortSignal): Framed<WorkerMessage, SubmitterMessage> {
+  const wire = run.options.local();
+  stream.addEventListener('abort', () => wire.abort(stream.reason as Error), { once: true });
+  return wire;
 }
 
 /** The job request for `samples` of a lease. */
@@ -547,7 +559,20 @@ function scored(run: Run, lease: Lease, r: SampleResult): void {
     latencyMs: r.latencyMs,
   });
   if (outcome.otherJobDone) doneElsewhere(run, outcome.otherJobDone, lease);
+  if (outcome.status === 'accepted' && outcome.jobDone) awaitEnd(run, lease.jobId);
   poke(run);
+}
+
+/**
+ * Every sample of a job is in, so its worker's `end` is due. A worker that never sends it, and keeps
+ * the stream open, must not hold the stream (or the campaign's end, which waits for its streams)
+ * for ever: after endGraceMs the stream is cancelled, and reset if the worker ignores that too.
+ */
+function awaitEnd(run: Run, jobId: string): void {
+  const abort = run.streams.get(jobId);
+  if (!abort) return;
+  const why = new Error(`no end within ${run.endGraceMs} ms of the job's last sample`);
+  setTimeout(() => abort.abort(why), run.endGraceMs).unref();
 }
 
 /** The worker ended the job: a failure releases it (its node blamed unless it was cancelled). */
