@@ -389,8 +389,33 @@ function startBeats(x: Executor, run: JobRun, inSandbox: Set<number>): NodeJS.Ti
   }, x.options.scoringBeatMs ?? SCORING_BEAT_MS);
 }
 
-/** execute's body: generation, each sample's scoring started as it arrives, then the wait for all. */
+/**
+ * execute's body: generation, each sample's scoring started as it arrives, then the wait for all.
+ * The job ends only once every scoring it started is over: a sample is logged and reported before
+ * the job's `end`, never after, and stop() returns before the log closes.
+ */
 async function generateAndScore(x: Executor, work: JobWork, pass: Pass): Promise<void> {
+  const { job, abort } = work;
+  let broken: { err: unknown } | null = null;
+  try {
+    await generateSamples(x, work, pass);
+  } catch (err) {
+    // The adapter throws (AbortedError) when the job is aborted while its requests are in flight:
+    // the abort's cause says why the job ends. Anything else breaks the job once its scorings stop.
+    if (!abort.signal.aborted) {
+      broken = { err };
+      abort.abort(err);
+    }
+  } finally {
+    work.activity.generating = false;
+  }
+  await Promise.all(pass.pending);
+  if (broken) throw broken.err;
+  throwIfUnfinished(x.options.sampleLog, job, pass, abort.signal);
+}
+
+/** Asks for the job's samples and starts scoring each one as it arrives; a model failure stops it. */
+async function generateSamples(x: Executor, work: JobWork, pass: Pass): Promise<void> {
   const { job, abort } = work;
   for await (const outcome of x.options.models.generate(generateRequest(job, pass.todo, abort.signal))) {
     if (!outcome.ok) {
@@ -404,9 +429,6 @@ async function generateAndScore(x: Executor, work: JobWork, pass: Pass): Promise
     pass.inSandbox.add(index);
     pass.pending.push(scoreAndRecord(x, work, pass, index, outcome));
   }
-  work.activity.generating = false;
-  await Promise.all(pass.pending);
-  throwIfUnfinished(x.options.sampleLog, job, pass, abort.signal);
 }
 
 /** The pass is over: throws its first failure, or why the job stopped before every sample was scored. */
