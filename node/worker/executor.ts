@@ -1,4 +1,3 @@
-import { canonicalJson } from '../../protocol/canonical.ts';
 import {
   DEFAULT_JOB_LEASE_MS,
   type JobRequest,
@@ -11,28 +10,33 @@ import {
   sampleSeed,
   WorkerMessage,
 } from '../../protocol/job.ts';
-import { contentHash, type SampleBody } from '../../protocol/sample.ts';
+import type { SampleBody } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
-import type { Scorer } from '../../sandbox/scorer.ts';
+import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
 import { limiter } from '../async/semaphore.ts';
-import { logger } from '../logger.ts';
+import { type Logger, logger } from '../logger.ts';
 import { metrics, verdictOf } from '../metrics.ts';
-import type { Sample, SampleOutcome } from '../models/adapter.ts';
+import type { Sample } from '../models/adapter.ts';
 import type { ModelService } from '../models/service.ts';
 import type { Framed } from '../wire/framed.ts';
 import { localPair } from '../wire/local.ts';
 import { handleFramed, type StreamHost } from '../wire/streams.ts';
 import { jobAcceptedLine, jobFinishedLine, sampleLine } from './info-lines.ts';
+import { adoptable, reattachRefusal, refusal } from './job-admission.ts';
+import { failureReason, type JobError, jobError } from './job-error.ts';
 import { type JobActivity, jobLoad, newActivity, trackScoring } from './job-load.ts';
-import { createJobRun, type JobRun } from './job-run.ts';
+import { createJobRun, type JobFailureEnd, type JobRun } from './job-run.ts';
+import {
+  candidateOf,
+  generatedMessage,
+  generateRequest,
+  sampleBody,
+  sandboxScore,
+  unscorableReason,
+  unscorableScore,
+} from './job-samples.ts';
 import type { LoggedSample, SampleLog } from './sample-log.ts';
-
-/** Counts a durable scored sample in this process's metrics. */
-function countScored(model: string, reward: number): void {
-  metrics().scored.inc({ model, verdict: verdictOf(reward) });
-  if (reward >= 1) metrics().verified.inc({ model });
-}
 
 /** Whether the node can log samples durably (a full disk, a broken sample log stop it). */
 export interface StorageHealth {
@@ -104,16 +108,48 @@ export interface JobExecutor {
 
 type Wire = Framed<SubmitterMessage, WorkerMessage>;
 
-/** A job this node is running, with the submitter it belongs to. */
-interface Running {
+/** One admitted job's work, as the steps that run it see it. */
+interface JobWork {
   job: JobRequest;
-  submitter: string;
-  abort: AbortController;
   run: JobRun;
+  abort: AbortController;
   /** Generating, scoring or waiting for a scoring slot: the advert's queued/running split. */
   activity: JobActivity;
+}
+
+/** A job this node is running, with the submitter it belongs to. */
+interface Running extends JobWork {
+  submitter: string;
   /** Settles once the job is over and its end is sent (stop waits for it before the log closes). */
   over: Promise<void>;
+}
+
+/** The executor's state, shared by its steps. */
+interface Executor {
+  options: JobExecutorOptions;
+  log: Logger;
+  /** Where the per-job and per-sample info lines go (at debug level when options.jobLines is false). */
+  info: (message: string, ...args: unknown[]) => void;
+  /** Scoring slots, shared by every job (scoring is CPU-bound). */
+  scoring: ReturnType<typeof limiter>;
+  /** Running jobs by job id. */
+  running: Map<string, Running>;
+  /** stop() was called: new jobs are refused. */
+  stopped: boolean;
+  /** Jobs accepted (started) since the executor started. */
+  accepted: number;
+}
+
+/** One pass over a job's samples missing from the log: what its generation and scorings share. */
+interface Pass {
+  /** The samples to produce, in request order (outcome i is sample todo[i]). */
+  todo: number[];
+  /** Scorings started (each settles, never rejects). */
+  pending: Promise<void>[];
+  /** Generated samples not yet scored (waiting for a sandbox slot or running): heartbeats name them. */
+  inSandbox: Set<number>;
+  /** The first failure that ends the job, if any. */
+  failure: { reason: JobFailureEnd['reason']; message: string } | null;
 }
 
 /** How long stop() waits for aborted jobs to wind down, ms. */
@@ -128,470 +164,435 @@ const STOP_WAIT_MS = 10_000;
  * running for the request's `leaseMs`, and a `job` naming a running job re-attaches to it.
  */
 export function createJobExecutor(options: JobExecutorOptions): JobExecutor {
-  const log = logger('vtnode:worker:executor');
-  const info = options.jobLines === false ? log : log.info;
-  const scoring = limiter(options.maxScoring ?? 2);
-  const running = new Map<string, Running>();
-  let stopped = false;
-  let accepted = 0;
-
-  function refuse(wire: Wire, jobId: string, reason: RefusalReason, message: string): Promise<void> {
-    log('refusing job %s: %s (%s)', jobId, reason, message);
-    return wire.send({ type: 'refused', jobId, reason, message });
-  }
-
-  function refusal(job: JobRequest, remotePeer: string): [RefusalReason, string] | null {
-    if (job.submitter !== remotePeer) {
-      return ['bad-request', `the job names submitter ${job.submitter} but came from ${remotePeer}`];
-    }
-    if (stopped) return ['full', 'the node is shutting down'];
-    const blocked = options.storage?.blocked();
-    if (blocked) return ['full', `${blocked}: this node takes no jobs until that is fixed`];
-    const paused = options.paused?.();
-    if (paused) return ['full', `paused (${paused}): this node takes no new jobs until that is over`];
-    if (!options.scorer) return ['sandbox-unavailable', 'this node has no working sandbox'];
-    if (!options.workspaces.has(job.task.workspace.id) && !options.fetching?.has(job.task.workspace.id)) {
-      return ['workspace-missing', `this node does not hold workspace ${job.task.workspace.id}`];
-    }
-    if (!options.models.adapterFor(job.model))
-      return ['model-missing', `no server of this node serves ${job.model}`];
-    if (running.size >= options.maxJobs)
-      return ['full', `${running.size} of ${options.maxJobs} job slots busy`];
-    return null;
-  }
-
-  /**
-   * Appends a scored sample to the log. A storage fault (full disk, broken log) fails the job as
-   * `internal`: the sample is not reported (never a reward), the submitter places it again elsewhere.
-   */
-  function logSample(body: SampleBody, task: Task): LoggedSample {
-    try {
-      // The task row is kept beside the sample and its hash signed with it (collectors fetch it, /vtnode/task/1).
-      return options.sampleLog.append(body, task);
-    } catch (err) {
-      if (!options.storage?.failed(err, options.sampleLog.path)) throw err;
-      const message = `cannot log sample ${body.index} to ${options.sampleLog.path}: ${(err as Error).message}`;
-      throw Object.assign(new Error(message), { reason: 'internal' as const });
-    }
-  }
-
-  function result(jobId: string, logged: LoggedSample): SampleResult {
-    const b = logged.body;
-    return {
-      type: 'sample',
-      jobId,
-      sampleId: b.sampleId,
-      index: b.index,
-      seed: b.generation.seed,
-      reward: b.score.reward,
-      passed: b.score.passed,
-      failed: b.score.failed,
-      reasons: b.score.reasons,
-      truncated: b.generation.truncated,
-      usage: b.generation.usage,
-      warm: b.generation.warm,
-      latencyMs: b.generation.latencyMs,
-      tokensPerSecond: b.generation.tokensPerSecond,
-      contentHash: b.contentHash,
-      evalFingerprint: b.score.evalFingerprint,
-      seq: logged.seq,
-      scoredAt: b.scoredAt,
-    };
-  }
-
-  /**
-   * The directory of a job's workspace: held now, or once the fetch under way is ready (the samples
-   * count as waiting to score meanwhile, so the submitter gets heartbeats). A fetch that fails is an
-   * infrastructure failure: the job fails and its samples are placed again, never scored 0.
-   */
-  async function workspaceDirFor(
-    job: JobRequest,
-    signal: AbortSignal,
-    activity: JobActivity,
-  ): Promise<string> {
-    const id = job.task.workspace.id;
-    const held = options.workspaces.get(id);
-    if (held) return held;
-    if (!options.fetching?.has(id))
-      throw Object.assign(new Error(`this node no longer holds workspace ${id}`), {
-        reason: 'sandbox-error' as const,
-      });
-    activity.waitingToScore++;
-    try {
-      return await options.fetching.whenReady(id, signal);
-    } catch (err) {
-      signal.throwIfAborted();
-      const why = `workspace ${id} could not be made ready here: ${(err as Error).message}`;
-      throw Object.assign(new Error(why), { reason: 'sandbox-error' as const });
-    } finally {
-      activity.waitingToScore--;
-    }
-  }
-
-  async function scoreSample(
-    job: JobRequest,
-    index: number,
-    sample: Sample,
-    signal: AbortSignal,
-    activity: JobActivity,
-  ): Promise<SampleBody> {
-    const workspaceDir = await workspaceDirFor(job, signal, activity);
-    const seed = sampleSeed(job.sampling.seedBase, index);
-    const candidate = sample.extract.ok ? sample.extract.code : sample.text;
-    let score: SampleBody['score'];
-    // An answer cut at max tokens, or without exactly one code block, scores 0 whatever its tests
-    // would say: no sandbox run is spent on it.
-    const unscorable = sample.truncated
-      ? 'truncated: the generation stopped at max tokens (finish_reason length)'
-      : !sample.extract.ok
-        ? `answer-format: ${sample.extract.flag} (${sample.extract.blocks} code blocks)`
-        : null;
-    if (unscorable) {
-      score = {
-        reward: 0,
-        passed: 0,
-        failed: 0,
-        reasons: [unscorable],
-        evalFingerprint: await options.scorer!.fingerprint(job.task, workspaceDir),
-        diagnostics: '',
-      };
-    } else {
-      const r = await trackScoring(activity, scoring, async () => {
-        const endTimer = metrics().scoringSeconds.startTimer();
-        try {
-          return await options.scorer!.score({
-            task: job.task,
-            workspaceDir,
-            candidate,
-            truncated: sample.truncated,
-            signal,
-          });
-        } finally {
-          endTimer();
-        }
-      });
-      // An infrastructure failure (the scorer already tried again) is never stored as a 0: the job fails
-      // as a sandbox error and the submitter places the unfinished samples again.
-      if (r.status === 'error' || r.reward === null)
-        throw Object.assign(new Error(`scoring failed for infrastructure reasons: ${r.error}`), {
-          reason: 'sandbox-error' as const,
-        });
-      score = {
-        reward: r.reward,
-        passed: r.passed,
-        failed: r.failed,
-        reasons: r.reasons.slice(0, 32).map((x) => x.slice(0, 200)),
-        evalFingerprint: r.fingerprint,
-        diagnostics: r.diagnostics.slice(0, 64 * 1024),
-      };
-    }
-    return {
-      v: 1,
-      sampleId: sampleId(job.task.id, job.model, index, seed),
-      taskId: job.task.id,
-      split: job.task.split,
-      promptFingerprint: job.task.promptFingerprint,
-      model: job.model,
-      index,
-      candidate,
-      contentHash: contentHash(candidate),
-      generation: {
-        sampling: job.sampling,
-        seed,
-        finishReason: sample.finishReason,
-        truncated: sample.truncated,
-        usage: {
-          prompt: sample.usage.promptTokens,
-          completion: sample.usage.completionTokens,
-          cached: sample.usage.cachedTokens,
-        },
-        warm: sample.warm.warm === 'warm',
-        latencyMs: sample.latencyMs,
-        tokensPerSecond: sample.tokensPerSecond,
-      },
-      score,
-      jobId: job.jobId,
-      scoredAt: Date.now(),
-    };
-  }
-
-  const idOf = (job: JobRequest, index: number) =>
-    sampleId(job.task.id, job.model, index, sampleSeed(job.sampling.seedBase, index));
-
-  /**
-   * Generates and scores the samples of `job` not yet in the log, reporting each to `run` (the stream
-   * attached at the time, if any) as it is generated and once it is durable.
-   */
-  async function execute(
-    job: JobRequest,
-    run: JobRun,
-    abort: AbortController,
-    activity: JobActivity,
-  ): Promise<void> {
-    const todo = job.samples.filter((index) => !options.sampleLog.get(idOf(job, index)));
-    if (todo.length === 0) return;
-
-    const pending: Promise<void>[] = [];
-    // Generated samples not yet scored (waiting for a sandbox slot or running): heartbeats name them.
-    const inSandbox = new Set<number>();
-    const beat = setInterval(() => {
-      if (inSandbox.size > 0) run.scoring([...inSandbox]);
-    }, options.scoringBeatMs ?? SCORING_BEAT_MS);
-    try {
-      await generateAndScore(job, run, abort, activity, todo, pending, inSandbox);
-    } finally {
-      clearInterval(beat);
-    }
-  }
-
-  /** execute's body: generation, each sample's scoring started as it arrives, then the wait for all. */
-  async function generateAndScore(
-    job: JobRequest,
-    run: JobRun,
-    abort: AbortController,
-    activity: JobActivity,
-    todo: number[],
-    pending: Promise<void>[],
-    inSandbox: Set<number>,
-  ): Promise<void> {
-    const signal = abort.signal;
-    let failure: { reason: 'model-error' | 'sandbox-error' | 'internal'; message: string } | null = null;
-    const outcomes: AsyncIterable<SampleOutcome> = options.models.generate({
-      model: job.model,
-      messages: job.task.messages,
-      k: todo.length,
-      seeds: todo.map((i) => sampleSeed(job.sampling.seedBase, i)),
-      sampling: {
-        temperature: job.sampling.temperature,
-        topP: job.sampling.topP,
-        maxTokens: job.sampling.maxTokens,
-      },
-      promptFingerprint: job.task.promptFingerprint,
-      signal,
-    });
-    for await (const outcome of outcomes) {
-      if (!outcome.ok) {
-        failure ??= { reason: 'model-error', message: outcome.error.message };
-        abort.abort(new Error(outcome.error.message));
-        break;
-      }
-      const index = todo[outcome.index]!;
-      log('job %s: sample %d generated in %d ms', job.jobId, index, Math.round(outcome.latencyMs));
-      metrics().generated.inc({ model: job.model });
-      metrics().completionTokens.inc({ model: job.model }, outcome.usage.completionTokens);
-      run.generated({
-        type: 'generated',
-        jobId: job.jobId,
-        index,
-        usage: {
-          prompt: outcome.usage.promptTokens,
-          completion: outcome.usage.completionTokens,
-          cached: outcome.usage.cachedTokens,
-        },
-        warm: outcome.warm.warm === 'warm',
-        latencyMs: outcome.latencyMs,
-        tokensPerSecond: outcome.tokensPerSecond,
-      });
-      // Score while the next samples generate.
-      inSandbox.add(index);
-      pending.push(
-        scoreSample(job, index, outcome, signal, activity)
-          .finally(() => inSandbox.delete(index))
-          .then((body) => {
-            const logged = logSample(body, job.task);
-            countScored(job.model, body.score.reward);
-            options.onSample?.(logged);
-            run.scored(result(job.jobId, logged));
-            info('%s', sampleLine(logged.body));
-          })
-          .catch((err: Error & { reason?: 'internal' }) => {
-            if (!signal.aborted) failure ??= { reason: err.reason ?? 'sandbox-error', message: err.message };
-            abort.abort(err);
-          }),
-      );
-    }
-    activity.generating = false;
-    await Promise.all(pending);
-    if (failure) throw Object.assign(new Error(failure.message), { reason: failure.reason });
-    // Stopped (deadline, cancel, shutdown) before every sample was scored: say why.
-    if (signal.aborted && job.samples.some((i) => !options.sampleLog.get(idOf(job, i))))
-      throw signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
-  }
-
-  /** Rewards of the job's samples already in the log. */
-  function scoredRewards(job: JobRequest): number[] {
-    return job.samples.flatMap((i) => options.sampleLog.get(idOf(job, i))?.body.score.reward ?? []);
-  }
-
-  /** Starts a job: its work runs whatever happens to the streams attached to it. */
-  function startRun(job: JobRequest, submitter: string): Running {
-    accepted += 1;
-    const abort = new AbortController();
-    const run = createJobRun({
-      job,
-      worker: options.peerId,
-      leaseMs: job.leaseMs ?? DEFAULT_JOB_LEASE_MS,
-      logged: (index) => {
-        const logged = options.sampleLog.get(idOf(job, index));
-        return logged ? result(job.jobId, logged) : undefined;
-      },
-      onCancel: () => abort.abort(new Error('cancelled')),
-      onAbandoned: () => abort.abort(new Error('abandoned')),
-    });
-    const entry: Running = { job, submitter, abort, run, activity: newActivity(), over: Promise.resolve() };
-    running.set(job.jobId, entry);
-    options.onLoadChange?.();
-    const deadline = setTimeout(() => abort.abort(new Error('deadline')), job.deadlineMs);
-    info('%s', jobAcceptedLine(job, scoredRewards(job).length));
-    entry.over = execute(job, run, abort, entry.activity)
-      .then(
-        () => null,
-        (err: Error & { reason?: 'model-error' | 'sandbox-error' }) => {
-          const cause = (abort.signal.reason as Error | undefined)?.message;
-          const reason =
-            err.reason ??
-            (cause === 'deadline'
-              ? 'deadline'
-              : cause === 'cancelled' || cause === 'abandoned'
-                ? 'cancelled'
-                : stopped
-                  ? 'shutdown'
-                  : 'internal');
-          log.warn('job %s failed (%s): %s', job.jobId, reason, err.message);
-          return { reason, message: err.message.slice(0, 2000) } as const;
-        },
-      )
-      .then((failure) => {
-        clearTimeout(deadline);
-        if (!abort.signal.aborted) abort.abort(new Error('job over'));
-        running.delete(job.jobId);
-        info('%s', jobFinishedLine(job, scoredRewards(job), failure));
-        run.finish(failure);
-        options.onLoadChange?.();
-      });
-    return entry;
-  }
-
-  /** Why a `job` naming a running job cannot re-attach to it, or null. */
-  function reattachRefusal(entry: Running, job: JobRequest, remotePeer: string): string | null {
-    if (remotePeer !== entry.submitter) return `job ${job.jobId} belongs to another submitter`;
-    if (job.task.id !== entry.job.task.id || job.model !== entry.job.model)
-      return `job ${job.jobId} is running for another task or model`;
-    const extra = job.samples.filter((i) => !entry.job.samples.includes(i));
-    if (extra.length > 0) return `job ${job.jobId} does not include samples ${extra.join(', ')}`;
-    return null;
-  }
-
-  /**
-   * A job of the same submitter running without a stream for the same task, model and sampling, whose
-   * samples include all of `job`'s: the submitter placed that work again (it restarted, or its lease
-   * lapsed while this node was unreachable). The new job takes it over instead of generating the
-   * same samples a second time.
-   */
-  function adoptable(job: JobRequest, remotePeer: string): Running | null {
-    for (const entry of running.values()) {
-      if (entry.submitter !== remotePeer || entry.run.attached) continue;
-      if (entry.job.task.id !== job.task.id || entry.job.model !== job.model) continue;
-      if (canonicalJson(entry.job.sampling) !== canonicalJson(job.sampling)) continue;
-      if (job.samples.every((i) => entry.job.samples.includes(i))) return entry;
-    }
-    return null;
-  }
-
-  async function serve(wire: Wire, remotePeer: string): Promise<void> {
-    let first: SubmitterMessage | undefined;
-    try {
-      first = await wire.read();
-    } catch (err) {
-      // Say why (a buggy submitter learns it), then fail the stream: handleFramed counts a malformed,
-      // oversized, truncated or missing request as the peer's offence (node/wire/offences.ts).
-      await refuse(wire, '', 'bad-request', (err as Error).message).catch(() => {});
-      throw err;
-    }
-    if (!first) return;
-    if (first.type !== 'job') {
-      await refuse(wire, first.jobId, 'bad-request', 'the first message must be a job');
-      return;
-    }
-    const job = first;
-    const existing = running.get(job.jobId);
-    if (existing) {
-      const mismatch =
-        job.submitter !== remotePeer
-          ? `the job names submitter ${job.submitter} but came from ${remotePeer}`
-          : reattachRefusal(existing, job, remotePeer);
-      if (mismatch) {
-        await refuse(wire, job.jobId, 'bad-request', mismatch);
-        return;
-      }
-      log('job %s: the submitter re-attached (%d samples asked)', job.jobId, job.samples.length);
-      await existing.run.attach(wire, job.samples, job.jobId, job.beats === true);
-      return;
-    }
-    const why = refusal(job, remotePeer);
-    const orphan = why?.[0] === 'bad-request' ? null : adoptable(job, remotePeer);
-    if (orphan) {
-      log('job %s takes over job %s, running without a stream', job.jobId, orphan.job.jobId);
-      await orphan.run.attach(wire, job.samples, job.jobId, job.beats === true);
-      return;
-    }
-    if (why) {
-      await refuse(wire, job.jobId, ...why);
-      return;
-    }
-    await startRun(job, remotePeer).run.attach(wire, job.samples, job.jobId, job.beats === true);
-  }
-
+  const x = newExecutor(options);
   return {
-    async start() {
-      await handleFramed<typeof SubmitterMessage, WorkerMessage>(
-        options.host,
-        JOB_PROTOCOL,
-        (wire, connection) => serve(wire, connection.remotePeer.toString()),
-        {
-          schema: SubmitterMessage,
-          maxFrameBytes: MAX_JOB_FRAME_BYTES,
-        },
-      );
+    start: () => serveStreams(x),
+    local: () => localStream(x),
+    load: () => advertisedLoad(x),
+    accepted: () => x.accepted,
+    workspacesInUse: () => [...new Set([...x.running.values()].map((r) => r.job.task.workspace.id))],
+    stop: () => stopExecutor(x),
+  };
+}
+
+/** A fresh executor: no job running, nothing accepted yet. */
+function newExecutor(options: JobExecutorOptions): Executor {
+  const log = logger('vtnode:worker:executor');
+  return {
+    options,
+    log,
+    info: options.jobLines === false ? log : log.info,
+    scoring: limiter(options.maxScoring ?? 2),
+    running: new Map(),
+    stopped: false,
+    accepted: 0,
+  };
+}
+
+/** Serves /vtnode/job/1 on the host. */
+async function serveStreams(x: Executor): Promise<void> {
+  await handleFramed<typeof SubmitterMessage, WorkerMessage>(
+    x.options.host,
+    JOB_PROTOCOL,
+    (wire, connection) => serve(x, wire, connection.remotePeer.toString()),
+    {
+      schema: SubmitterMessage,
+      maxFrameBytes: MAX_JOB_FRAME_BYTES,
     },
-    local() {
-      const [submitterSide, workerSide] = localPair({
-        aReads: WorkerMessage,
-        bReads: SubmitterMessage,
-        protocol: JOB_PROTOCOL,
-        peer: options.peerId,
+  );
+}
+
+/** A job stream to this node's own executor, served like a remote one. */
+function localStream(x: Executor): Framed<WorkerMessage, SubmitterMessage> {
+  const [submitterSide, workerSide] = localPair({
+    aReads: WorkerMessage,
+    bReads: SubmitterMessage,
+    protocol: JOB_PROTOCOL,
+    peer: x.options.peerId,
+  });
+  serve(x, workerSide, x.options.peerId)
+    .then(() => workerSide.close())
+    .catch((err: Error) => workerSide.abort(err));
+  return submitterSide;
+}
+
+/** The advert's load: no capacity while the node cannot score, its storage is blocked or it is paused. */
+function advertisedLoad(x: Executor): { queued: number; running: number; capacity: number } {
+  const { options } = x;
+  const capacity = options.scorer && !options.storage?.blocked() && !options.paused?.() ? options.maxJobs : 0;
+  return jobLoad(
+    [...x.running.values()].map((r) => r.activity),
+    capacity,
+  );
+}
+
+/** Aborts the running jobs, stops serving, and waits (a while) for the jobs to end. */
+async function stopExecutor(x: Executor): Promise<void> {
+  x.stopped = true;
+  const over = [...x.running.values()].map((entry) => {
+    entry.abort.abort(new Error('shutdown'));
+    return entry.over;
+  });
+  await x.options.host.unhandle(JOB_PROTOCOL);
+  // The aborted jobs end (their submitters are told `shutdown`) before the caller closes the log.
+  await settledWithin(over, STOP_WAIT_MS);
+}
+
+/** Waits until every one of `promises` settles, or `ms` passes. */
+async function settledWithin(promises: Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(promises),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/** Serves one job stream: a new job (accepted, adopting an orphan, or refused) or one re-attaching. */
+async function serve(x: Executor, wire: Wire, remotePeer: string): Promise<void> {
+  const job = await readJob(x, wire);
+  if (!job) return;
+  const existing = x.running.get(job.jobId);
+  if (existing) await reattach(x, wire, existing, job, remotePeer);
+  else await admit(x, wire, job, remotePeer);
+}
+
+/** The stream's first message when it is a job; undefined when the stream ended or was refused. */
+async function readJob(x: Executor, wire: Wire): Promise<JobRequest | undefined> {
+  let first: SubmitterMessage | undefined;
+  try {
+    first = await wire.read();
+  } catch (err) {
+    // Say why (a buggy submitter learns it), then fail the stream: handleFramed counts a malformed,
+    // oversized, truncated or missing request as the peer's offence (node/wire/offences.ts).
+    await refuse(x.log, wire, '', 'bad-request', (err as Error).message).catch(() => {});
+    throw err;
+  }
+  if (!first) return undefined;
+  if (first.type !== 'job') {
+    await refuse(x.log, wire, first.jobId, 'bad-request', 'the first message must be a job');
+    return undefined;
+  }
+  return first;
+}
+
+/** Sends a refusal on the stream. */
+function refuse(
+  log: Logger,
+  wire: Wire,
+  jobId: string,
+  reason: RefusalReason,
+  message: string,
+): Promise<void> {
+  log('refusing job %s: %s (%s)', jobId, reason, message);
+  return wire.send({ type: 'refused', jobId, reason, message });
+}
+
+/** A `job` naming a running job: its stream attaches to it, unless it does not match. */
+async function reattach(x: Executor, wire: Wire, existing: Running, job: JobRequest, remotePeer: string) {
+  const mismatch = reattachRefusal(existing, job, remotePeer);
+  if (mismatch) {
+    await refuse(x.log, wire, job.jobId, 'bad-request', mismatch);
+    return;
+  }
+  x.log('job %s: the submitter re-attached (%d samples asked)', job.jobId, job.samples.length);
+  await attach(existing.run, wire, job);
+}
+
+/** A new job: it adopts an orphaned run of the same work, is refused, or starts. */
+async function admit(x: Executor, wire: Wire, job: JobRequest, remotePeer: string): Promise<void> {
+  const why = refusal(job, remotePeer, x.options, { stopped: x.stopped, running: x.running.size });
+  const orphan = why?.[0] === 'bad-request' ? null : adoptable(x.running.values(), job, remotePeer);
+  if (orphan) {
+    x.log('job %s takes over job %s, running without a stream', job.jobId, orphan.job.jobId);
+    await attach(orphan.run, wire, job);
+    return;
+  }
+  if (why) {
+    await refuse(x.log, wire, job.jobId, ...why);
+    return;
+  }
+  await attach(startRun(x, job, remotePeer).run, wire, job);
+}
+
+/** Attaches the stream of `job` to `run`, for the samples the job asks for. */
+function attach(run: JobRun, wire: Wire, job: JobRequest): Promise<void> {
+  return run.attach(wire, job.samples, job.jobId, job.beats === true);
+}
+
+/** Starts a job: its work runs whatever happens to the streams attached to it. */
+function startRun(x: Executor, job: JobRequest, submitter: string): Running {
+  x.accepted += 1;
+  const abort = new AbortController();
+  const run = createJobRun({
+    job,
+    worker: x.options.peerId,
+    leaseMs: job.leaseMs ?? DEFAULT_JOB_LEASE_MS,
+    logged: (index) => loggedResult(x.options.sampleLog, job, index),
+    onCancel: () => abort.abort(new Error('cancelled')),
+    onAbandoned: () => abort.abort(new Error('abandoned')),
+  });
+  const entry: Running = { job, submitter, abort, run, activity: newActivity(), over: Promise.resolve() };
+  x.running.set(job.jobId, entry);
+  x.options.onLoadChange?.();
+  const deadline = setTimeout(() => abort.abort(new Error('deadline')), job.deadlineMs);
+  x.info('%s', jobAcceptedLine(job, scoredRewards(x.options.sampleLog, job).length));
+  entry.over = execute(x, entry)
+    .then(
+      () => null,
+      (err: JobError) => failureOf(x, entry, err),
+    )
+    .then((failure) => finishRun(x, entry, deadline, failure));
+  return entry;
+}
+
+/** Why a job failed, for its `end` (and a warning). */
+function failureOf(x: Executor, work: JobWork, err: JobError): JobFailureEnd {
+  const cause = (work.abort.signal.reason as Error | undefined)?.message;
+  const reason = failureReason(err, cause, x.stopped);
+  x.log.warn('job %s failed (%s): %s', work.job.jobId, reason, err.message);
+  return { reason, message: err.message.slice(0, 2000) };
+}
+
+/** The job is over: its deadline cleared, what is left of it stopped, its slot freed, its `end` sent. */
+function finishRun(x: Executor, entry: Running, deadline: NodeJS.Timeout, failure: JobFailureEnd | null) {
+  clearTimeout(deadline);
+  if (!entry.abort.signal.aborted) entry.abort.abort(new Error('job over'));
+  x.running.delete(entry.job.jobId);
+  x.info('%s', jobFinishedLine(entry.job, scoredRewards(x.options.sampleLog, entry.job), failure));
+  entry.run.finish(failure);
+  x.options.onLoadChange?.();
+}
+
+/**
+ * Generates and scores the samples of the job not yet in the log, reporting each to its run (the
+ * stream attached at the time, if any) as it is generated and once it is durable.
+ */
+async function execute(x: Executor, work: JobWork): Promise<void> {
+  const todo = work.job.samples.filter((index) => !x.options.sampleLog.get(idOf(work.job, index)));
+  if (todo.length === 0) return;
+  const pass: Pass = { todo, pending: [], inSandbox: new Set(), failure: null };
+  const beat = startBeats(x, work.run, pass.inSandbox);
+  try {
+    await generateAndScore(x, work, pass);
+  } finally {
+    clearInterval(beat);
+  }
+}
+
+/** Sends `scoring` heartbeats naming the samples in the sandbox, while there are any. */
+function startBeats(x: Executor, run: JobRun, inSandbox: Set<number>): NodeJS.Timeout {
+  return setInterval(() => {
+    if (inSandbox.size > 0) run.scoring([...inSandbox]);
+  }, x.options.scoringBeatMs ?? SCORING_BEAT_MS);
+}
+
+/**
+ * execute's body: generation, each sample's scoring started as it arrives, then the wait for all.
+ * The job ends only once every scoring it started is over: a sample is logged and reported before
+ * the job's `end`, never after, and stop() returns before the log closes.
+ */
+async function generateAndScore(x: Executor, work: JobWork, pass: Pass): Promise<void> {
+  const { job, abort } = work;
+  let broken: { err: unknown } | null = null;
+  try {
+    await generateSamples(x, work, pass);
+  } catch (err) {
+    // The adapter throws (AbortedError) when the job is aborted while its requests are in flight:
+    // the abort's cause says why the job ends. Anything else breaks the job once its scorings stop.
+    if (!abort.signal.aborted) {
+      broken = { err };
+      abort.abort(err);
+    }
+  } finally {
+    work.activity.generating = false;
+  }
+  await Promise.all(pass.pending);
+  if (broken) throw broken.err;
+  throwIfUnfinished(x.options.sampleLog, job, pass, abort.signal);
+}
+
+/** Asks for the job's samples and starts scoring each one as it arrives; a model failure stops it. */
+async function generateSamples(x: Executor, work: JobWork, pass: Pass): Promise<void> {
+  const { job, abort } = work;
+  for await (const outcome of x.options.models.generate(generateRequest(job, pass.todo, abort.signal))) {
+    if (!outcome.ok) {
+      pass.failure ??= { reason: 'model-error', message: outcome.error.message };
+      abort.abort(new Error(outcome.error.message));
+      break;
+    }
+    const index = pass.todo[outcome.index]!;
+    reportGenerated(x, work, index, outcome);
+    // Score while the next samples generate.
+    pass.inSandbox.add(index);
+    pass.pending.push(scoreAndRecord(x, work, pass, index, outcome));
+  }
+}
+
+/** The pass is over: throws its first failure, or why the job stopped before every sample was scored. */
+function throwIfUnfinished(sampleLog: SampleLog, job: JobRequest, pass: Pass, signal: AbortSignal): void {
+  if (pass.failure) throw jobError(pass.failure.reason, pass.failure.message);
+  // Stopped (deadline, cancel, shutdown) before every sample was scored: say why.
+  if (signal.aborted && job.samples.some((i) => !sampleLog.get(idOf(job, i))))
+    throw signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
+}
+
+/** Counts a generated sample and tells the submitter (its scoring starts next). */
+function reportGenerated(x: Executor, work: JobWork, index: number, sample: Sample): void {
+  x.log('job %s: sample %d generated in %d ms', work.job.jobId, index, Math.round(sample.latencyMs));
+  metrics().generated.inc({ model: work.job.model });
+  metrics().completionTokens.inc({ model: work.job.model }, sample.usage.completionTokens);
+  work.run.generated(generatedMessage(work.job.jobId, index, sample));
+}
+
+/** Scores a generated sample, then logs and reports it; a failure aborts the job (the first says why). */
+function scoreAndRecord(
+  x: Executor,
+  work: JobWork,
+  pass: Pass,
+  index: number,
+  sample: Sample,
+): Promise<void> {
+  const { signal } = work.abort;
+  return scoreSample(x, work, index, sample)
+    .finally(() => pass.inSandbox.delete(index))
+    .then((body) => recordSample(x, work, body))
+    .catch((err: JobError) => {
+      if (!signal.aborted) pass.failure ??= { reason: err.reason ?? 'sandbox-error', message: err.message };
+      work.abort.abort(err);
+    });
+}
+
+/** A scored sample: appended to the log, counted, then reported (never before it is durable). */
+function recordSample(x: Executor, work: JobWork, body: SampleBody): void {
+  const logged = logSample(x.options, body, work.job.task);
+  countScored(work.job.model, body.score.reward);
+  x.options.onSample?.(logged);
+  work.run.scored(result(work.job.jobId, logged));
+  x.info('%s', sampleLine(logged.body));
+}
+
+/** Counts a durable scored sample in this process's metrics. */
+function countScored(model: string, reward: number): void {
+  metrics().scored.inc({ model, verdict: verdictOf(reward) });
+  if (reward >= 1) metrics().verified.inc({ model });
+}
+
+/** The SampleBody of a generated sample, scored in the job's workspace (0 at once when unscorable). */
+async function scoreSample(x: Executor, work: JobWork, index: number, sample: Sample): Promise<SampleBody> {
+  const { job, abort, activity } = work;
+  const workspaceDir = await workspaceDirFor(x.options, job, abort.signal, activity);
+  const unscorable = unscorableReason(sample);
+  const score = unscorable
+    ? unscorableScore(unscorable, await x.options.scorer!.fingerprint(job.task, workspaceDir))
+    : sandboxScore(await runScorer(x, work, workspaceDir, sample));
+  return sampleBody(job, index, sample, score);
+}
+
+/** Scores a sample in the sandbox once a scoring slot is free (the job's activity says which). */
+function runScorer(x: Executor, work: JobWork, workspaceDir: string, sample: Sample): Promise<ScoreResult> {
+  return trackScoring(work.activity, x.scoring, async () => {
+    const endTimer = metrics().scoringSeconds.startTimer();
+    try {
+      return await x.options.scorer!.score({
+        task: work.job.task,
+        workspaceDir,
+        candidate: candidateOf(sample),
+        truncated: sample.truncated,
+        signal: work.abort.signal,
       });
-      serve(workerSide, options.peerId)
-        .then(() => workerSide.close())
-        .catch((err: Error) => workerSide.abort(err));
-      return submitterSide;
-    },
-    load() {
-      const capacity =
-        options.scorer && !options.storage?.blocked() && !options.paused?.() ? options.maxJobs : 0;
-      return jobLoad(
-        [...running.values()].map((r) => r.activity),
-        capacity,
-      );
-    },
-    accepted: () => accepted,
-    workspacesInUse: () => [...new Set([...running.values()].map((r) => r.job.task.workspace.id))],
-    async stop() {
-      stopped = true;
-      const over = [...running.values()].map((entry) => {
-        entry.abort.abort(new Error('shutdown'));
-        return entry.over;
-      });
-      await options.host.unhandle(JOB_PROTOCOL);
-      // The aborted jobs end (their submitters are told `shutdown`) before the caller closes the log.
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled(over),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, STOP_WAIT_MS);
-        }),
-      ]);
-      clearTimeout(timer);
-    },
+    } finally {
+      endTimer();
+    }
+  });
+}
+
+/**
+ * The directory of a job's workspace: held now, or once the fetch under way is ready (the samples
+ * count as waiting to score meanwhile, so the submitter gets heartbeats). A fetch that fails is an
+ * infrastructure failure: the job fails and its samples are placed again, never scored 0.
+ */
+async function workspaceDirFor(
+  options: Pick<JobExecutorOptions, 'workspaces' | 'fetching'>,
+  job: JobRequest,
+  signal: AbortSignal,
+  activity: JobActivity,
+): Promise<string> {
+  const id = job.task.workspace.id;
+  const held = options.workspaces.get(id);
+  if (held) return held;
+  if (!options.fetching?.has(id))
+    throw jobError('sandbox-error', `this node no longer holds workspace ${id}`);
+  activity.waitingToScore++;
+  try {
+    return await options.fetching.whenReady(id, signal);
+  } catch (err) {
+    signal.throwIfAborted();
+    const why = `workspace ${id} could not be made ready here: ${(err as Error).message}`;
+    throw jobError('sandbox-error', why);
+  } finally {
+    activity.waitingToScore--;
+  }
+}
+
+/**
+ * Appends a scored sample to the log. A storage fault (full disk, broken log) fails the job as
+ * `internal`: the sample is not reported (never a reward), the submitter places it again elsewhere.
+ */
+function logSample(
+  options: Pick<JobExecutorOptions, 'sampleLog' | 'storage'>,
+  body: SampleBody,
+  task: Task,
+): LoggedSample {
+  try {
+    // The task row is kept beside the sample and its hash signed with it (collectors fetch it, /vtnode/task/1).
+    return options.sampleLog.append(body, task);
+  } catch (err) {
+    if (!options.storage?.failed(err, options.sampleLog.path)) throw err;
+    const message = `cannot log sample ${body.index} to ${options.sampleLog.path}: ${(err as Error).message}`;
+    throw jobError('internal', message);
+  }
+}
+
+/** The id of sample `index` of `job`. */
+function idOf(job: JobRequest, index: number): string {
+  return sampleId(job.task.id, job.model, index, sampleSeed(job.sampling.seedBase, index));
+}
+
+/** Rewards of the job's samples already in the log. */
+function scoredRewards(sampleLog: SampleLog, job: JobRequest): number[] {
+  return job.samples.flatMap((i) => sampleLog.get(idOf(job, i))?.body.score.reward ?? []);
+}
+
+/** The `sample` message of sample `index` of `job` when it is in the log, else undefined. */
+function loggedResult(sampleLog: SampleLog, job: JobRequest, index: number): SampleResult | undefined {
+  const logged = sampleLog.get(idOf(job, index));
+  return logged ? result(job.jobId, logged) : undefined;
+}
+
+/** The `sample` message of a logged sample, on the stream that knows its job as `jobId`. */
+function result(jobId: string, logged: LoggedSample): SampleResult {
+  const b = logged.body;
+  return {
+    type: 'sample',
+    jobId,
+    sampleId: b.sampleId,
+    index: b.index,
+    seed: b.generation.seed,
+    reward: b.score.reward,
+    passed: b.score.passed,
+    failed: b.score.failed,
+    reasons: b.score.reasons,
+    truncated: b.generation.truncated,
+    usage: b.generation.usage,
+    warm: b.generation.warm,
+    latencyMs: b.generation.latencyMs,
+    tokensPerSecond: b.generation.tokensPerSecond,
+    contentHash: b.contentHash,
+    evalFingerprint: b.score.evalFingerprint,
+    seq: logged.seq,
+    scoredAt: b.scoredAt,
   };
 }

@@ -1,5 +1,6 @@
 // Fakes of a worker's scorer and model service for executor tests: every sample is one code block,
 // every score a pass, each released when the test says so.
+import { AbortedError } from '../../node/models/errors.ts';
 import type { ModelService } from '../../node/models/service.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
@@ -39,30 +40,54 @@ export function fakeScorer(gate: () => Promise<void> = async () => {}): Scorer {
   } as unknown as Scorer;
 }
 
+/** One generated sample, as the adapter yields it: a single code block. */
+function fakeSample(index: number, seed: number) {
+  return {
+    ok: true,
+    index,
+    seed,
+    choice: 0,
+    model: 'qwen',
+    server: 'http://127.0.0.1:1',
+    text: '```ts\nexport const x = 1;\n```',
+    extract: { ok: true, code: 'export const x = 1;\n', lang: 'ts' },
+    finishReason: 'stop',
+    truncated: false,
+    usage: { promptTokens: 100, completionTokens: 10, cachedTokens: null },
+    warm: { warm: 'unknown', source: null },
+    latencyMs: 10,
+    ttftMs: null,
+    tokensPerSecond: 100,
+    attempts: 1,
+  };
+}
+
 /** A model service that answers each of a job's k samples at once with one code block. */
 export function fakeModels(): ModelService {
   return {
     adapterFor: () => ({}),
     async *generate(request: { k: number; seeds: number[] }) {
-      for (let index = 0; index < request.k; index++)
-        yield {
-          ok: true,
-          index,
-          seed: request.seeds[index]!,
-          choice: 0,
-          model: 'qwen',
-          server: 'http://127.0.0.1:1',
-          text: '```ts\nexport const x = 1;\n```',
-          extract: { ok: true, code: 'export const x = 1;\n', lang: 'ts' },
-          finishReason: 'stop',
-          truncated: false,
-          usage: { promptTokens: 100, completionTokens: 10, cachedTokens: null },
-          warm: { warm: 'unknown', source: null },
-          latencyMs: 10,
-          ttftMs: null,
-          tokensPerSecond: 100,
-          attempts: 1,
-        };
+      for (let index = 0; index < request.k; index++) yield fakeSample(index, request.seeds[index]!);
+    },
+  } as unknown as ModelService;
+}
+
+/**
+ * A model service that answers the first `answered` samples of a job at once, then hangs until the
+ * job's signal aborts and throws AbortedError, as the real adapter does when the job is aborted while
+ * its requests are in flight (node/models/adapter.ts: the drain throws the fan-out's rejection).
+ */
+export function stallingModels(answered: number): ModelService {
+  return {
+    adapterFor: () => ({}),
+    async *generate(request: { k: number; seeds: number[]; signal: AbortSignal }) {
+      for (let index = 0; index < Math.min(answered, request.k); index++)
+        yield fakeSample(index, request.seeds[index]!);
+      await new Promise<void>((resolve) => {
+        if (request.signal.aborted) resolve();
+        request.signal.addEventListener('abort', () => resolve());
+      });
+      throw new AbortedError();
     },
   } as unknown as ModelService;
 }

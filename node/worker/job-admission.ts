@@ -1,0 +1,96 @@
+import { canonicalJson } from '../../protocol/canonical.ts';
+import type { JobRequest, RefusalReason } from '../../protocol/job.ts';
+import type { JobExecutorOptions } from './executor.ts';
+
+/**
+ * Whether the worker takes a job (pure: decisions only): a new job is accepted or refused; a job
+ * naming a running one re-attaches to it; a job placing again the work of one running without a
+ * stream adopts it.
+ */
+
+/** What admission needs to know of a running job. */
+export interface AdmittedJob {
+  /** The job as first requested. */
+  job: JobRequest;
+  /** Peer id of the submitter it belongs to. */
+  submitter: string;
+  /** Its run: whether a stream is attached now. */
+  run: { readonly attached: boolean };
+}
+
+/** The node as a new job finds it. */
+export interface AdmissionState {
+  /** The executor is stopping. */
+  stopped: boolean;
+  /** Jobs running now. */
+  running: number;
+}
+
+/** What of the executor's options admission reads. */
+export type AdmissionOptions = Pick<
+  JobExecutorOptions,
+  'storage' | 'paused' | 'scorer' | 'workspaces' | 'fetching' | 'models' | 'maxJobs'
+>;
+
+/** Why a job that came from `remotePeer` is not that peer's, or null when it is. */
+export function submitterMismatch(job: JobRequest, remotePeer: string): string | null {
+  if (job.submitter === remotePeer) return null;
+  return `the job names submitter ${job.submitter} but came from ${remotePeer}`;
+}
+
+/** Why a new job is refused (reason and message), or null when the node takes it. */
+export function refusal(
+  job: JobRequest,
+  remotePeer: string,
+  options: AdmissionOptions,
+  state: AdmissionState,
+): [RefusalReason, string] | null {
+  const mismatch = submitterMismatch(job, remotePeer);
+  if (mismatch) return ['bad-request', mismatch];
+  if (state.stopped) return ['full', 'the node is shutting down'];
+  const blocked = options.storage?.blocked();
+  if (blocked) return ['full', `${blocked}: this node takes no jobs until that is fixed`];
+  const paused = options.paused?.();
+  if (paused) return ['full', `paused (${paused}): this node takes no new jobs until that is over`];
+  if (!options.scorer) return ['sandbox-unavailable', 'this node has no working sandbox'];
+  if (!options.workspaces.has(job.task.workspace.id) && !options.fetching?.has(job.task.workspace.id)) {
+    return ['workspace-missing', `this node does not hold workspace ${job.task.workspace.id}`];
+  }
+  if (!options.models.adapterFor(job.model))
+    return ['model-missing', `no server of this node serves ${job.model}`];
+  if (state.running >= options.maxJobs)
+    return ['full', `${state.running} of ${options.maxJobs} job slots busy`];
+  return null;
+}
+
+/** Why a `job` naming the running job `entry` cannot re-attach to it, or null. */
+export function reattachRefusal(entry: AdmittedJob, job: JobRequest, remotePeer: string): string | null {
+  const mismatch = submitterMismatch(job, remotePeer);
+  if (mismatch) return mismatch;
+  if (remotePeer !== entry.submitter) return `job ${job.jobId} belongs to another submitter`;
+  if (job.task.id !== entry.job.task.id || job.model !== entry.job.model)
+    return `job ${job.jobId} is running for another task or model`;
+  const extra = job.samples.filter((i) => !entry.job.samples.includes(i));
+  if (extra.length > 0) return `job ${job.jobId} does not include samples ${extra.join(', ')}`;
+  return null;
+}
+
+/**
+ * A job of the same submitter running without a stream for the same task, model and sampling, whose
+ * samples include all of `job`'s: the submitter placed that work again (it restarted, or its lease
+ * lapsed while this node was unreachable). The new job takes it over instead of generating the
+ * same samples a second time.
+ */
+export function adoptable<T extends AdmittedJob>(
+  running: Iterable<T>,
+  job: JobRequest,
+  remotePeer: string,
+): T | null {
+  for (const entry of running) {
+    if (entry.submitter !== remotePeer || entry.run.attached) continue;
+    if (entry.job.task.id !== job.task.id || entry.job.model !== job.model) continue;
+    if (canonicalJson(entry.job.sampling) !== canonicalJson(job.sampling)) continue;
+    if (job.samples.every((i) => entry.job.samples.includes(i))) return entry;
+  }
+  return null;
+}
