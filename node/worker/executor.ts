@@ -10,7 +10,7 @@ import {
   sampleSeed,
   WorkerMessage,
 } from '../../protocol/job.ts';
-import type { SampleBody } from '../../protocol/sample.ts';
+import { type SampleBody, sampleResultOf } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
@@ -470,7 +470,7 @@ function recordSample(x: Executor, work: JobWork, body: SampleBody): void {
   const logged = logSample(x.options, body, work.job.task);
   countScored(work.job.model, body.score.reward);
   x.options.onSample?.(logged);
-  work.run.scored(result(work.job.jobId, logged));
+  work.run.scored(sampleResultOf(logged.body, work.job.jobId, logged.seq));
   x.info('%s', sampleLine(logged.body));
 }
 
@@ -569,30 +569,5 @@ function scoredRewards(sampleLog: SampleLog, job: JobRequest): number[] {
 /** The `sample` message of sample `index` of `job` when it is in the log, else undefined. */
 function loggedResult(sampleLog: SampleLog, job: JobRequest, index: number): SampleResult | undefined {
   const logged = sampleLog.get(idOf(job, index));
-  return logged ? result(job.jobId, logged) : undefined;
-}
-
-/** The `sample` message of a logged sample, on the stream that knows its job as `jobId`. */
-function result(jobId: string, logged: LoggedSample): SampleResult {
-  const b = logged.body;
-  return {
-    type: 'sample',
-    jobId,
-    sampleId: b.sampleId,
-    index: b.index,
-    seed: b.generation.seed,
-    reward: b.score.reward,
-    passed: b.score.passed,
-    failed: b.score.failed,
-    reasons: b.score.reasons,
-    truncated: b.generation.truncated,
-    usage: b.generation.usage,
-    warm: b.generation.warm,
-    latencyMs: b.generation.latencyMs,
-    tokensPerSecond: b.generation.tokensPerSecond,
-    contentHash: b.contentHash,
-    evalFingerprint: b.score.evalFingerprint,
-    seq: logged.seq,
-    scoredAt: b.scoredAt,
-  };
+  return logged ? sampleResultOf(logged.body, job.jobId, logged.seq) : undefined;
 }
