@@ -1,7 +1,7 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { sha256Hex } from '../protocol/canonical.ts';
+import { canonicalJson, sha256Hex } from '../protocol/canonical.ts';
 import type { Task } from '../protocol/task.ts';
 import { VTNODE_VERSION } from '../protocol/version.ts';
 import { boxCwd, createBox, insideBox, sweepStaleBoxes } from './box.ts';
@@ -237,6 +237,9 @@ function fromStored(task: Task, content: string, fingerprint: string, s: StoredR
   };
 }
 
+/** Fingerprints a scorer keeps (per workspace dir and judge) before it forgets them all. */
+const MAX_FINGERPRINTS = 1000;
+
 /**
  * Creates a scorer over a confinement backend. The caller decides the backend (see backend.ts) and
  * should have run its self-test (createCheckedScorer does both).
@@ -264,6 +267,7 @@ export function createScorer(options: ScorerOptions): Scorer {
   });
   const workspaceIds = new Map<string, Promise<string>>();
   const references = new Map<string, Promise<Reference | { infra: string }>>();
+  const fingerprints = new Map<string, Promise<string>>();
 
   function workspaceId(dir: string): Promise<string> {
     let id = workspaceIds.get(dir);
@@ -275,7 +279,25 @@ export function createScorer(options: ScorerOptions): Scorer {
     return id;
   }
 
-  async function fingerprintFor(task: Task, workspaceDir: string): Promise<string> {
+  /**
+   * The evaluation fingerprint, kept per workspace dir and judge: its parts are fixed for a dir as its
+   * id is (workspaceId), and reading them again costs file reads for every sample scored.
+   */
+  function fingerprintFor(task: Task, workspaceDir: string): Promise<string> {
+    const key = canonicalJson([workspaceDir, task.judge]);
+    let fp = fingerprints.get(key);
+    if (!fp) {
+      if (fingerprints.size >= MAX_FINGERPRINTS) fingerprints.clear();
+      const forget = () => fingerprints.delete(key);
+      fp = computeFingerprint(task, workspaceDir, forget);
+      fingerprints.set(key, fp);
+      fp.catch(forget);
+    }
+    return fp;
+  }
+
+  /** Computes a fingerprint; `unsure` is called when a part could not be read (it is not kept then). */
+  async function computeFingerprint(task: Task, workspaceDir: string, unsure: () => void): Promise<string> {
     const judge = judgeFor(task.judge.runner);
     return evaluationFingerprint({
       backend: confinement.describe(),
@@ -283,9 +305,10 @@ export function createScorer(options: ScorerOptions): Scorer {
       workspaceId: await workspaceId(workspaceDir),
       node: process.version,
       tsc: await packageVersion(workspaceDir, 'typescript'),
-      runner: await judge
-        .version(workspaceDir, boxCwd({ dir: workspaceDir }, task.judge.cwd))
-        .catch(() => 'unknown'),
+      runner: await judge.version(workspaceDir, boxCwd({ dir: workspaceDir }, task.judge.cwd)).catch(() => {
+        unsure();
+        return 'unknown';
+      }),
       judge: task.judge,
       lintFactor,
       integrity: INTEGRITY_DIGEST,
