@@ -156,3 +156,17 @@ export function transaction<T>(db: DatabaseSync, fn: () => T): T {
     throw err;
   }
 }
+
+/**
+ * Runs `fn`'s writes with synchronous=NORMAL: committed without waiting for the disk. For writes a
+ * crash may lose without harm (progress shown to the user, state a restart resets anyway): in WAL
+ * mode they stay in order with the others, and the next synchronous=FULL commit flushes them too.
+ */
+export function withoutFlush<T>(db: DatabaseSync, fn: () => T): T {
+  db.exec('PRAGMA synchronous = NORMAL');
+  try {
+    return fn();
+  } finally {
+    db.exec('PRAGMA synchronous = FULL');
+  }
+}

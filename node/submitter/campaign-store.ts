@@ -8,7 +8,7 @@ import {
 } from '../../protocol/job.ts';
 import { ParseError, parseJsonWith, parseWith } from '../../protocol/parse.ts';
 import { logger } from '../logger.ts';
-import { type DatabaseSync, openDatabase, storageError, transaction } from '../sqlite.ts';
+import { type DatabaseSync, openDatabase, storageError, transaction, withoutFlush } from '../sqlite.ts';
 import { CampaignSpec, PlannedTask, SCHEMA } from './campaign-schema.ts';
 import { type CampaignSummary, summarise } from './campaign-summary.ts';
 
@@ -402,23 +402,28 @@ function campaignHandle(db: DatabaseSync, path: string, spec: CampaignSpec): Cam
       );
     },
     generated(taskId, model, peerId, p, now) {
-      db.prepare(
-        `UPDATE slots SET status = 'generated', peer_id = ?, prompt_tokens = ?, completion_tokens = ?, cached_tokens = ?,
+      // Progress only: a restart sets generated slots back to planned, so it need not wait for the disk.
+      withoutFlush(db, () =>
+        db
+          .prepare(
+            `UPDATE slots SET status = 'generated', peer_id = ?, prompt_tokens = ?, completion_tokens = ?, cached_tokens = ?,
            warm = ?, latency_ms = ?, tokens_per_second = ?, updated_at = ?
          WHERE campaign = ? AND task_id = ? AND model = ? AND idx = ? AND status <> 'scored'`,
-      ).run(
-        peerId,
-        p.usage.prompt,
-        p.usage.completion,
-        p.usage.cached,
-        p.warm ? 1 : 0,
-        p.latencyMs,
-        p.tokensPerSecond,
-        now,
-        name,
-        taskId,
-        model,
-        p.index,
+          )
+          .run(
+            peerId,
+            p.usage.prompt,
+            p.usage.completion,
+            p.usage.cached,
+            p.warm ? 1 : 0,
+            p.latencyMs,
+            p.tokensPerSecond,
+            now,
+            name,
+            taskId,
+            model,
+            p.index,
+          ),
       );
     },
     result(taskId, model, peerId, input, now) {
