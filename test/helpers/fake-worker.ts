@@ -3,7 +3,7 @@
 import { AbortedError } from '../../node/models/errors.ts';
 import type { ModelService } from '../../node/models/service.ts';
 import type { Task } from '../../protocol/task.ts';
-import type { Scorer } from '../../sandbox/scorer.ts';
+import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
 import { EVAL_FP } from './samples.ts';
 
 /** A scorer whose every call passes (reward 1) once `gate()` resolves (at once by default). */
@@ -13,30 +13,7 @@ export function fakeScorer(gate: () => Promise<void> = async () => {}): Scorer {
     selfTest: null,
     fingerprint: async () => EVAL_FP,
     close: async () => {},
-    score: (request: { task: Task }) =>
-      gate().then(() => ({
-        taskId: request.task.id,
-        status: 'scored',
-        error: null,
-        reward: 1,
-        passRate: 1,
-        passed: 2,
-        failed: 0,
-        skipped: 0,
-        todo: 0,
-        reasons: [],
-        tests: [],
-        lints: [],
-        tamper: [],
-        typecheck: 'not-configured',
-        diagnostics: '',
-        warnings: [],
-        fingerprint: EVAL_FP,
-        backend: 'bwrap',
-        run: null,
-        typecheckRun: null,
-        typecheckService: null,
-      })),
+    score: (request: { task: Task }) => gate().then(() => scoreResult(request.task.id)),
   } as unknown as Scorer;
 }
 
@@ -90,4 +67,32 @@ export function stallingModels(answered: number): ModelService {
       throw new AbortedError();
     },
   } as unknown as ModelService;
+}
+
+/** A sandbox run's result for `taskId`: scored, every test passed (`overrides` vary it). */
+export function scoreResult(taskId: string, overrides: Partial<ScoreResult> = {}): ScoreResult {
+  return {
+    taskId,
+    status: 'scored',
+    error: null,
+    reward: 1,
+    passRate: 1,
+    passed: 2,
+    failed: 0,
+    skipped: 0,
+    todo: 0,
+    reasons: [],
+    tests: [],
+    lints: [],
+    tamper: [],
+    typecheck: 'not-configured',
+    diagnostics: '',
+    warnings: [],
+    fingerprint: EVAL_FP,
+    backend: 'bwrap',
+    run: null,
+    typecheckRun: null,
+    typecheckService: null,
+    ...overrides,
+  };
 }

@@ -11,6 +11,7 @@ import { extractCodeBlock } from '../../protocol/extract.ts';
 import { SampleGenerated, SampleResult, sampleId, sampleSeed } from '../../protocol/job.ts';
 import { contentHash, SampleBody, sampleResultOf } from '../../protocol/sample.ts';
 import type { ScoreResult } from '../../sandbox/scorer.ts';
+import { scoreResult } from '../helpers/fake-worker.ts';
 import { EVAL_FP, jobRequest, sampleTask } from '../helpers/samples.ts';
 
 // From the adapter's sample to the body the worker logs and the result it reports: pure steps, so
@@ -40,31 +41,9 @@ function sample(overrides: Partial<Sample> = {}): Sample {
   };
 }
 
+/** A sandbox run of the sample: every one of its 4 tests passed, type-checked. */
 function scored(overrides: Partial<ScoreResult> = {}): ScoreResult {
-  return {
-    taskId: job.task.id,
-    status: 'scored',
-    error: null,
-    reward: 1,
-    passRate: 1,
-    passed: 4,
-    failed: 0,
-    skipped: 0,
-    todo: 0,
-    reasons: [],
-    tests: [],
-    lints: [],
-    tamper: [],
-    typecheck: 'passed',
-    diagnostics: '',
-    warnings: [],
-    fingerprint: EVAL_FP,
-    backend: 'bwrap',
-    run: null,
-    typecheckRun: null,
-    typecheckService: null,
-    ...overrides,
-  };
+  return scoreResult(job.task.id, { passed: 4, typecheck: 'passed', ...overrides });
 }
 
 describe('a job sample from the adapter to the log and the wire', () => {
