@@ -69,7 +69,7 @@ export function watchedJobs(
  * The node a backup of `job` goes to: the placer's choice without the job's own node and the nodes
  * that refused its work, or the next in rendezvous order with room; null when none has room.
  */
-export function backupTarget<T extends PlacementRequest['task']>(
+function backupTarget<T extends PlacementRequest['task']>(
   input: HedgeTickInput<T>,
   job: Lease,
   task: T,

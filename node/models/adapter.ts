@@ -9,7 +9,7 @@ import { sleep } from '../async/sleep.ts';
 import { logger } from '../logger.ts';
 import { AbortedError, ModelServerError, QueueFullError } from './errors.ts';
 import { type FanOutBatch, maxChoices, N_SUPPORT, planFanOut, splitCompletionTokens } from './fan-out.ts';
-import { describeFetchError } from './http.ts';
+import { describeFetchError, rethrowBadResponse } from './http.ts';
 import type { ServerBehaviour } from './probe.ts';
 import { classifyWarm, type WarmObservation, type WarmSet } from './warm.ts';
 
@@ -427,15 +427,9 @@ function timedOut(url: string, timeoutMs: number, cause?: unknown): ModelServerE
   });
 }
 
-/** Rethrows a ParseError as the server's bad response, naming the fields; anything else as it is. */
+/** Rethrows a ParseError as the server's bad response to a chat completion, naming the fields; anything else as it is. */
 function badResponse(url: string, err: unknown): never {
-  if (err instanceof ParseError)
-    throw new ModelServerError(
-      url,
-      `POST ${CHAT_PATH}: bad response: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
-      { cause: err },
-    );
-  throw err;
+  rethrowBadResponse(url, `POST ${CHAT_PATH}`, err);
 }
 
 /** What a failed request was, as a ModelServerError: retryable when the server's (connection, timeout, 5xx, 429, 408). */

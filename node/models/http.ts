@@ -65,14 +65,19 @@ export function parseBody<S extends z.ZodType>(
   try {
     return parseWith(schema, body, `${endpoint(base, path)}`);
   } catch (err) {
-    if (err instanceof ParseError)
-      throw new ModelServerError(
-        base,
-        `GET ${path}: bad response: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
-        { cause: err },
-      );
-    throw err;
+    rethrowBadResponse(base, `GET ${path}`, err);
   }
+}
+
+/** Rethrows a ParseError as the server's bad response to `request` (`GET /v1/models`), naming the fields; anything else as it is. */
+export function rethrowBadResponse(base: string, request: string, err: unknown): never {
+  if (err instanceof ParseError)
+    throw new ModelServerError(
+      base,
+      `${request}: bad response: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
+      { cause: err },
+    );
+  throw err;
 }
 
 /** A one-line description of a fetch failure (undici hides the interesting part in `cause`). */

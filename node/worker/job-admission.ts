@@ -33,7 +33,7 @@ export type AdmissionOptions = Pick<
 >;
 
 /** Why a job that came from `remotePeer` is not that peer's, or null when it is. */
-export function submitterMismatch(job: JobRequest, remotePeer: string): string | null {
+function submitterMismatch(job: JobRequest, remotePeer: string): string | null {
   if (job.submitter === remotePeer) return null;
   return `the job names submitter ${job.submitter} but came from ${remotePeer}`;
 }

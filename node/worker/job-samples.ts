@@ -94,7 +94,7 @@ export function sandboxScore(r: ScoreResult): SampleBody['score'] {
 }
 
 /** How sample `index` of `job` was generated, as its SampleBody records it. */
-export function generationOf(job: JobRequest, index: number, sample: Sample): SampleBody['generation'] {
+function generationOf(job: JobRequest, index: number, sample: Sample): SampleBody['generation'] {
   return {
     sampling: job.sampling,
     seed: sampleSeed(job.sampling.seedBase, index),
