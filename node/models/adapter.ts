@@ -2,7 +2,7 @@ import type OpenAI from 'openai';
 import { z } from 'zod';
 import { fingerprint } from '../../protocol/canonical.ts';
 import { type ExtractResult, extractCodeBlock } from '../../protocol/extract.ts';
-import { ParseError, parseWith } from '../../protocol/parse.ts';
+import { parseWith } from '../../protocol/parse.ts';
 import type { ChatMessage } from '../../protocol/task.ts';
 import { createSemaphore, type Semaphore } from '../async/semaphore.ts';
 import { sleep } from '../async/sleep.ts';
