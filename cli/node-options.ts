@@ -23,7 +23,11 @@ export const NODE_OPTIONS = group('Node options (saved in the data dir, so `vtno
   }),
   workspace: list({ doc: 'built checkout this node scores against, repeatable', value: 'DIR' }),
   'advert-interval': duration({ doc: 'how often to advertise (default 5s)', min: 200 }),
-  'max-jobs': int({ doc: 'jobs (k samples of one task each) run at once (default 2)', min: 1, max: 64 }),
+  'max-jobs': int({
+    doc: 'jobs (k samples of one task each) generating at once; one whose samples are all generated frees its slot while scored (default 2)',
+    min: 1,
+    max: 64,
+  }),
   unconfined: flag({ doc: 'score candidates WITHOUT the sandbox: trusted input only' }),
   'pause-on-battery': flag({
     doc: "take no new jobs while the machine runs on battery (a laptop's manners; running jobs finish)",

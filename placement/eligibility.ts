@@ -13,6 +13,11 @@ export interface JobRequirements {
 export interface NodeOutstanding {
   /** Outstanding jobs on the node. */
   jobs: number;
+  /**
+   * Of those, jobs still generating (some sample neither generated nor scored): a job whose samples
+   * are all generated only waits for the sandbox, and no longer holds one of the node's job slots.
+   */
+  generating: number;
   /** Models of those jobs (each listed once): their memory is reserved on the node. */
   models: readonly string[];
 }

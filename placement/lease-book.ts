@@ -100,7 +100,12 @@ export interface LeaseBook {
    * peer. A backup does not use up one of the (task, model)'s `maxAttempts`.
    */
   hedge(jobId: string, peerId: string, now: number, deadline: number): Lease | null;
-  /** Records a sample result reported by job `jobId`. */
+  /**
+   * Records that active job `jobId` generated `sample` (it is being scored). Returns true when that
+   * was the job's last sample to generate: it then counts as generating no more in `outstanding()`.
+   */
+  generated(jobId: string, sample: number): boolean;
+  /** Records a sample result reported by job `jobId` (the sample was generated too). */
   result(jobId: string, sample: number): ResultOutcome;
   /** Ends an active job's lease; its unfinished samples become pending (or exhausted). Null if not active. */
   release(jobId: string, cause: ReleaseCause): Released | null;
@@ -126,7 +131,7 @@ export interface LeaseBook {
   waiting(): Iterable<{ taskId: string; model: string }>;
   /** Peers that refused or failed (task, model), for the placer's `exclude`. */
   refusedBy(taskId: string, model: string): string[];
-  /** Active jobs and their models per peer: the placer's `outstanding`. */
+  /** Active jobs (of them, those still generating) and their models per peer: the placer's `outstanding`. */
   outstanding(): Map<string, NodeOutstanding>;
   /** Earliest deadline among active jobs, or null: when to call `expire` next. */
   nextDeadline(): number | null;
@@ -165,6 +170,8 @@ interface Work {
 interface Job extends Lease {
   /** Samples of this job not yet reported. */
   open: Set<number>;
+  /** Samples of this job neither generated nor done: while any is left, the job is generating. */
+  ungenerated: Set<number>;
   active: boolean;
   /** The job its samples are leased under: itself, or for a backup the job it backs up. */
   owner: string;
@@ -185,8 +192,8 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
   const counts = { planned: 0, pending: 0, leased: 0, done: 0, exhausted: 0 };
   /** Works waiting for placement, by `seq`: kept as states change, so `pending()` never scans done work. */
   const queue: Work[] = [];
-  /** Active jobs per peer and how many of them per model: `outstanding()` without a scan of the jobs. */
-  const perPeer = new Map<string, { jobs: number; models: Map<string, number> }>();
+  /** Active jobs per peer, how many generate and how many per model: `outstanding()` without a scan. */
+  const perPeer = new Map<string, { jobs: number; generating: number; models: Map<string, number> }>();
 
   /** Index of the first work in `queue` whose seq is greater than `seq`. */
   const after = (seq: number): number => {
@@ -223,10 +230,11 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
   const track = (job: Job, delta: 1 | -1) => {
     let entry = perPeer.get(job.peerId);
     if (!entry) {
-      entry = { jobs: 0, models: new Map() };
+      entry = { jobs: 0, generating: 0, models: new Map() };
       perPeer.set(job.peerId, entry);
     }
     entry.jobs += delta;
+    if (job.ungenerated.size > 0) entry.generating += delta;
     const n = (entry.models.get(job.model) ?? 0) + delta;
     if (n > 0) entry.models.set(job.model, n);
     else entry.models.delete(job.model);
@@ -244,6 +252,13 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
     deadline: job.deadline,
     ...(job.owner !== job.jobId ? { backupOf: job.owner } : {}),
   });
+
+  /** `sample` of `job` needs generating no more; true when that ends the active job's generation. */
+  const markGenerated = (job: Job, sample: number): boolean => {
+    if (!job.ungenerated.delete(sample) || job.ungenerated.size > 0 || !job.active) return false;
+    perPeer.get(job.peerId)!.generating--;
+    return true;
+  };
 
   const close = (job: Job) => {
     job.active = false;
@@ -392,6 +407,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
         leasedAt: now,
         deadline,
         open: new Set(samples),
+        ungenerated: new Set(samples),
         active: true,
         owner: jobId,
       };
@@ -423,6 +439,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
         leasedAt: now,
         deadline,
         open: new Set(samples),
+        ungenerated: new Set(samples),
         active: true,
         owner: jobId,
       };
@@ -446,6 +463,7 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
         status = 'accepted';
       }
       job.open.delete(sample);
+      markGenerated(job, sample);
       const jobDone = job.active && closeIfDone(job);
       // The sample may finish another active job that ran it: the one it was leased to (this one's
       // lease had ended, or this is its backup), or this job's backup.
@@ -455,9 +473,14 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
         const other = id && id !== jobId ? active.get(id) : undefined;
         if (!other?.open.has(sample)) continue;
         other.open.delete(sample);
+        markGenerated(other, sample);
         if (closeIfDone(other)) otherJobDone = other.jobId;
       }
       return { status, jobDone, otherJobDone };
+    },
+    generated(jobId, sample) {
+      const job = active.get(jobId);
+      return job ? markGenerated(job, sample) : false;
     },
     release,
     disconnect(peerId) {
@@ -512,9 +535,9 @@ export function createLeaseBook(options: LeaseBookOptions = {}): LeaseBook {
       return [...(works.get(workKey(taskId, model))?.refusedBy ?? [])].sort();
     },
     outstanding() {
-      const map = new Map<string, { jobs: number; models: string[] }>();
+      const map = new Map<string, NodeOutstanding>();
       for (const [peerId, entry] of perPeer)
-        map.set(peerId, { jobs: entry.jobs, models: [...entry.models.keys()] });
+        map.set(peerId, { jobs: entry.jobs, generating: entry.generating, models: [...entry.models.keys()] });
       return map;
     },
     nextDeadline() {

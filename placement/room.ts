@@ -1,8 +1,16 @@
+import type { WorkerLoad } from '../protocol/job.ts';
 import type { OutstandingByNode } from './eligibility.ts';
 import type { FleetNode } from './fleet-view.ts';
 
 /** How long a node that refused a job as full gets no new job from this submitter, ms. */
 export const FULL_BACKOFF_MS = 2000;
+
+/**
+ * Jobs past generation (only scoring left) a node holds per job slot, besides its generating jobs:
+ * enough for each slot to start its next job while the last one scores, and a bound on the sandbox
+ * backlog when scoring is slower than generation. The worker's admission applies the same bound.
+ */
+export const TAIL_JOBS_PER_SLOT = 1;
 
 /** Back-pressure from nodes: who said it was full, until when. */
 export interface BackPressure {
@@ -34,6 +42,8 @@ export interface RoomContext {
   proven: ReadonlySet<string>;
   /** peerId → until when it said it is full (BackPressure.busyUntil). */
   busyUntil: ReadonlyMap<string, number>;
+  /** peerId → the load its last job message reported (used when newer than its advert). */
+  reported?: ReadonlyMap<string, WorkerLoad> | undefined;
   /** The time of the round, ms since epoch. */
   now: number;
 }
@@ -44,20 +54,37 @@ export function indexFleet(nodes: readonly FleetNode[]): Map<string, FleetNode> 
 }
 
 /**
- * Jobs `peerId` may take from this submitter now: 0 while it said it is full or is not in the fleet,
- * else its slots − max(this submitter's jobs there, the jobs it advertises running). A node on
- * probation (it never returned a scored sample) has one slot at most, so one that advertises many and
- * sits on its jobs holds up one job, not a share of the campaign.
+ * Jobs `peerId` may take from this submitter now: 0 while it said it is full or is not in the fleet.
+ * A node's slots are generation slots: a job whose samples are all generated only waits for the
+ * sandbox, so the node takes the next job meanwhile (its model server does not idle through the
+ * scoring tail), and up to `slots` such jobs besides (`TAIL_JOBS_PER_SLOT`). Each count is the
+ * larger of this submitter's jobs there and what the node advertises (other submitters' jobs).
+ * A node on probation (it never returned a scored sample) has one job at most, so one that
+ * advertises many slots and sits on its jobs holds up one job, not a share of the campaign.
  */
 export function freeSlots(peerId: string, ctx: RoomContext): number {
   if ((ctx.busyUntil.get(peerId) ?? 0) > ctx.now) return 0;
   const node = ctx.fleet.get(peerId);
   if (!node) return 0;
-  const own = ctx.outstanding.get(peerId)?.jobs ?? 0;
-  const proven = ctx.proven.has(peerId) || peerId === ctx.selfPeerId;
-  const capacity = node.advert.load.capacity;
-  const slots = proven ? capacity : Math.min(1, capacity);
-  return Math.max(0, slots - Math.max(own, node.advert.load.running));
+  const own = ctx.outstanding.get(peerId);
+  const load = loadOf(node, ctx.reported?.get(peerId));
+  const jobs = Math.max(own?.jobs ?? 0, load.queued + load.running);
+  if (!ctx.proven.has(peerId) && peerId !== ctx.selfPeerId)
+    return Math.max(0, Math.min(1, load.capacity) - jobs);
+  // A node that does not advertise `generating` (an older version) counts every running job as generating.
+  const generating = Math.max(own?.generating ?? 0, load.generating ?? load.running);
+  const generation = load.capacity - generating;
+  const total = load.capacity * (1 + TAIL_JOBS_PER_SLOT) - jobs;
+  return Math.max(0, Math.min(generation, total));
+}
+
+/**
+ * A node's load: its advert's, or the one its last job message reported when that is as new or
+ * newer (both stamped by the node's clock). A job's last `generated` or its `end` says a slot is free
+ * tens of ms before the advert that says so reaches this submitter.
+ */
+export function loadOf(node: FleetNode, reported: WorkerLoad | undefined): FleetNode['advert']['load'] {
+  return reported && reported.at >= node.advert.sentAt ? reported : node.advert.load;
 }
 
 /** Free slots over the whole fleet. */

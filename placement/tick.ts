@@ -1,3 +1,4 @@
+import type { WorkerLoad } from '../protocol/job.ts';
 import type { FleetNode } from './fleet-view.ts';
 import type { Lease, LeaseBook } from './lease-book.ts';
 import type { Placement, PlacementReason, PlacementRequest, Placer } from './placer.ts';
@@ -11,6 +12,8 @@ export interface RoomState {
   proven: ReadonlySet<string>;
   /** peerId → until when (ms since epoch) it said it is full (back-pressure). */
   busyUntil: ReadonlyMap<string, number>;
+  /** peerId → the load its last job message reported (fresher than its advert when newer). */
+  reported?: ReadonlyMap<string, WorkerLoad>;
 }
 
 /** One job the tick decided to start. */

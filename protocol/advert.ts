@@ -91,8 +91,12 @@ export const Advert = z
     models: z.array(AdvertModel).max(MAX_ADVERT_MODELS),
     /** Memory in bytes: total, free, and reserved by loaded models / running jobs. */
     memory: z.object({ total: bytes, free: bytes, reserved: bytes }),
-    /** Work on the node: jobs queued, running, and how many it can run at once. */
-    load: z.object({ queued: count, running: count, capacity: count }),
+    /**
+     * Work on the node: jobs queued (waiting for a sandbox slot, nothing in progress), running
+     * (generating or scoring), of those still `generating` (absent from older nodes: count every
+     * running job), and `capacity`, the jobs it generates at once (its job slots).
+     */
+    load: z.object({ queued: count, running: count, generating: count.optional(), capacity: count }),
     /**
      * Why the node takes no new jobs now (a guest on battery or under load: capacity is then 0); absent
      * while it takes jobs. Running jobs go on.

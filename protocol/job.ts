@@ -220,6 +220,25 @@ export const SampleResult = z.object({
 export type SampleResult = z.infer<typeof SampleResult>;
 
 /**
+ * The worker's job load as it sends a message (the advert's `load`, protocol/advert.ts), stamped
+ * with its clock (`at`, ms since epoch, comparable with its adverts' `sentAt`): a submitter sees a
+ * slot freed by its own job at once, not at the worker's next advert.
+ */
+export const WorkerLoad = z.object({
+  /** Jobs waiting for a scoring slot with nothing in progress. */
+  queued: count,
+  /** Jobs generating or scoring. */
+  running: count,
+  /** Of those, jobs generating: each holds a job slot. */
+  generating: count,
+  /** Job slots offered (0 while the node takes no jobs). */
+  capacity: count,
+  /** When the worker took it, its clock, ms since epoch. */
+  at: count,
+});
+export type WorkerLoad = z.infer<typeof WorkerLoad>;
+
+/**
  * Worker → submitter, optional progress: a sample is generated and queued for scoring (its
  * `sample` result follows). Lets the submitter show generated vs scored and measure tokens/s early.
  */
@@ -237,6 +256,8 @@ export const SampleGenerated = z.object({
   latencyMs: z.number().min(0),
   /** Completion tokens per second of the request. */
   tokensPerSecond: z.number().min(0),
+  /** The worker's load once this sample was generated (its job may have freed its slot); older workers omit it. */
+  load: WorkerLoad.optional(),
 });
 export type SampleGenerated = z.infer<typeof SampleGenerated>;
 
@@ -277,6 +298,8 @@ export const JobEnd = z.discriminatedUnion('status', [
     jobId: z.string().min(1).max(512),
     /** Every requested sample was reported. */
     status: z.literal('done'),
+    /** The worker's load once the job was over; older workers omit it. */
+    load: WorkerLoad.optional(),
   }),
   z.object({
     type: z.literal('end'),
@@ -288,6 +311,8 @@ export const JobEnd = z.discriminatedUnion('status', [
     reason: JobFailure,
     /** Human-readable detail. */
     message: z.string().max(2000),
+    /** The worker's load once the job was over; older workers omit it. */
+    load: WorkerLoad.optional(),
   }),
 ]);
 export type JobEnd = z.infer<typeof JobEnd>;

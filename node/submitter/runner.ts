@@ -26,6 +26,7 @@ import {
   type SampleGenerated,
   type SampleResult,
   type SubmitterMessage,
+  type WorkerLoad,
   type WorkerMessage,
 } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
@@ -148,7 +149,9 @@ interface Run {
   readonly leases: Map<string, Lease>;
   /** Nodes that refused a job as full (back-pressure). */
   readonly pressure: BackPressure;
-  /** Probation and back-pressure state for placement. */
+  /** peerId → the load its last job message reported (room.reported). */
+  readonly reported: Map<string, WorkerLoad>;
+  /** Probation, back-pressure and reported loads for placement. */
   readonly room: RoomState;
   /** The last reason a job could not be placed or ran into trouble. */
   lastProblem: string | null;
@@ -178,6 +181,7 @@ function createRun(options: CampaignRunnerOptions): Run {
   const throughput = createThroughput();
   const delivered = options.proven ?? new Set<string>();
   const pressure = createBackPressure();
+  const reported = new Map<string, WorkerLoad>();
   return {
     options,
     log: logger('vtnode:submitter'),
@@ -198,7 +202,8 @@ function createRun(options: CampaignRunnerOptions): Run {
     delivered,
     leases: new Map(),
     pressure,
-    room: { selfPeerId: options.peerId, proven: delivered, busyUntil: pressure.busyUntil },
+    reported,
+    room: { selfPeerId: options.peerId, proven: delivered, busyUntil: pressure.busyUntil, reported },
     lastProblem: null,
     noNodeSince: null,
     wake: null,
@@ -504,6 +509,7 @@ async function consume(
     else if (ev.type === 'generated') generated(run, lease, ev.progress);
     else if (ev.type === 'sample') scored(run, lease, ev.result);
     else if (ev.type === 'end') ended(run, lease, ev.end);
+    if (ev.type === 'generated' || ev.type === 'end') reportedLoad(run, lease.peerId, ev);
   }
   return null;
 }
@@ -537,10 +543,28 @@ function refused(run: Run, lease: Lease, reason: string, message: string): void 
   releaseAs(run, lease, verdict, reason);
 }
 
+/**
+ * The worker's load as of its message: a slot its job freed (last sample generated, job over) is
+ * seen now, not at its next advert, and the next placement round starts at once.
+ */
+function reportedLoad(
+  run: Run,
+  peerId: string,
+  ev: { type: 'generated'; progress: SampleGenerated } | { type: 'end'; end: JobEnd },
+): void {
+  const load = ev.type === 'generated' ? ev.progress.load : ev.end.load;
+  if (!load) return;
+  const last = run.reported.get(peerId);
+  if (!last || load.at >= last.at) run.reported.set(peerId, load);
+  poke(run);
+}
+
 /** A sample was generated: the campaign records it, the job's deadline moves. */
 function generated(run: Run, lease: Lease, progress: SampleGenerated): void {
   run.campaign.generated(lease.taskId, lease.model, lease.peerId, progress, Date.now());
   run.book.extend(lease.jobId, Date.now() + run.deadlineMs);
+  // The job's last sample to generate frees its node's job slot while it scores (placement/room.ts).
+  run.book.generated(lease.jobId, progress.index);
   poke(run);
 }
 

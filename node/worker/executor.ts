@@ -8,6 +8,7 @@ import {
   SubmitterMessage,
   sampleId,
   sampleSeed,
+  type WorkerLoad,
   WorkerMessage,
 } from '../../protocol/job.ts';
 import { type SampleBody, sampleResultOf } from '../../protocol/sample.ts';
@@ -23,9 +24,9 @@ import type { Framed } from '../wire/framed.ts';
 import { localPair } from '../wire/local.ts';
 import { handleFramed, type StreamHost } from '../wire/streams.ts';
 import { jobAcceptedLine, jobFinishedLine, sampleLine } from './info-lines.ts';
-import { adoptable, reattachRefusal, refusal } from './job-admission.ts';
+import { type AdmissionState, adoptable, reattachRefusal, refusal } from './job-admission.ts';
 import { failureReason, type JobError, jobError } from './job-error.ts';
-import { type JobActivity, jobLoad, newActivity, trackScoring } from './job-load.ts';
+import { type JobActivity, type JobLoad, jobLoad, newActivity, trackScoring } from './job-load.ts';
 import { createJobRun, type JobFailureEnd, type JobRun } from './job-run.ts';
 import {
   candidateOf,
@@ -76,7 +77,10 @@ export interface JobExecutorOptions {
   sampleLog: SampleLog;
   /** Storage health: while blocked, jobs are refused and no capacity is advertised (default: always fine). */
   storage?: StorageHealth;
-  /** Jobs run at once; more are refused as `full`. */
+  /**
+   * Jobs generating at once (the job slots); more are refused as `full`. A job whose samples are all
+   * generated frees its slot while it scores, and up to `maxJobs` such jobs are kept besides.
+   */
   maxJobs: number;
   /**
    * Why the node takes no new jobs now (a guest on battery or under load), or null (default: never):
@@ -97,7 +101,7 @@ export interface JobExecutor {
   start(): Promise<void>;
   /** A job stream to this node's own executor (a node runs jobs on itself without dialling). */
   local(): Framed<WorkerMessage, SubmitterMessage>;
-  load(): { queued: number; running: number; capacity: number };
+  load(): JobLoad;
   /** Jobs accepted (started) since the executor started. */
   accepted(): number;
   /** Content ids of the workspaces the running jobs score against. */
@@ -217,13 +221,18 @@ function localStream(x: Executor): Framed<WorkerMessage, SubmitterMessage> {
 }
 
 /** The advert's load: no capacity while the node cannot score, its storage is blocked or it is paused. */
-function advertisedLoad(x: Executor): { queued: number; running: number; capacity: number } {
+function advertisedLoad(x: Executor): JobLoad {
   const { options } = x;
   const capacity = options.scorer && !options.storage?.blocked() && !options.paused?.() ? options.maxJobs : 0;
   return jobLoad(
     [...x.running.values()].map((r) => r.activity),
     capacity,
   );
+}
+
+/** The advert's load now, stamped with this node's clock: sent with a job's messages (protocol/job.ts WorkerLoad). */
+function reportedLoad(x: Executor): WorkerLoad {
+  return { ...advertisedLoad(x), at: Date.now() };
 }
 
 /** Aborts the running jobs, stops serving, and waits (a while) for the jobs to end. */
@@ -303,7 +312,7 @@ async function reattach(x: Executor, wire: Wire, existing: Running, job: JobRequ
 
 /** A new job: it adopts an orphaned run of the same work, is refused, or starts. */
 async function admit(x: Executor, wire: Wire, job: JobRequest, remotePeer: string): Promise<void> {
-  const why = refusal(job, remotePeer, x.options, { stopped: x.stopped, running: x.running.size });
+  const why = refusal(job, remotePeer, x.options, admissionState(x));
   const orphan = why?.[0] === 'bad-request' ? null : adoptable(x.running.values(), job, remotePeer);
   if (orphan) {
     x.log('job %s takes over job %s, running without a stream', job.jobId, orphan.job.jobId);
@@ -315,6 +324,13 @@ async function admit(x: Executor, wire: Wire, job: JobRequest, remotePeer: strin
     return;
   }
   await attach(startRun(x, job, remotePeer).run, wire, job);
+}
+
+/** The node as a new job finds it: stopping or not, jobs admitted, jobs generating. */
+function admissionState(x: Executor): AdmissionState {
+  let generating = 0;
+  for (const entry of x.running.values()) if (entry.activity.generating) generating++;
+  return { stopped: x.stopped, running: x.running.size, generating };
 }
 
 /** Attaches the stream of `job` to `run`, for the samples the job asks for. */
@@ -333,6 +349,7 @@ function startRun(x: Executor, job: JobRequest, submitter: string): Running {
     logged: (index) => loggedResult(x.options.sampleLog, job, index),
     onCancel: () => abort.abort(new Error('cancelled')),
     onAbandoned: () => abort.abort(new Error('abandoned')),
+    load: () => reportedLoad(x),
   });
   const entry: Running = { job, submitter, abort, run, activity: newActivity(), over: Promise.resolve() };
   x.running.set(job.jobId, entry);
@@ -417,6 +434,7 @@ async function generateAndScore(x: Executor, work: JobWork, pass: Pass): Promise
 /** Asks for the job's samples and starts scoring each one as it arrives; a model failure stops it. */
 async function generateSamples(x: Executor, work: JobWork, pass: Pass): Promise<void> {
   const { job, abort } = work;
+  let generated = 0;
   for await (const outcome of x.options.models.generate(generateRequest(job, pass.todo, abort.signal))) {
     if (!outcome.ok) {
       pass.failure ??= { reason: 'model-error', message: outcome.error.message };
@@ -424,11 +442,22 @@ async function generateSamples(x: Executor, work: JobWork, pass: Pass): Promise<
       break;
     }
     const index = pass.todo[outcome.index]!;
+    if (++generated === pass.todo.length) generationDone(x, work);
     reportGenerated(x, work, index, outcome);
     // Score while the next samples generate.
     pass.inSandbox.add(index);
     pass.pending.push(scoreAndRecord(x, work, pass, index, outcome));
   }
+}
+
+/**
+ * Every sample of the job is generated, only scoring is left: its job slot is free for the next job
+ * (job-admission.ts `fullness`). Set before the last `generated` message is sent, so a submitter that
+ * places the next job on seeing it never finds the slot still taken.
+ */
+function generationDone(x: Executor, work: JobWork): void {
+  work.activity.generating = false;
+  x.options.onLoadChange?.();
 }
 
 /** The pass is over: throws its first failure, or why the job stopped before every sample was scored. */
@@ -444,7 +473,7 @@ function reportGenerated(x: Executor, work: JobWork, index: number, sample: Samp
   x.log('job %s: sample %d generated in %d ms', work.job.jobId, index, Math.round(sample.latencyMs));
   metrics().generated.inc({ model: work.job.model });
   metrics().completionTokens.inc({ model: work.job.model }, sample.usage.completionTokens);
-  work.run.generated(generatedMessage(work.job.jobId, index, sample));
+  work.run.generated({ ...generatedMessage(work.job.jobId, index, sample), load: reportedLoad(x) });
 }
 
 /** Scores a generated sample, then logs and reports it; a failure aborts the job (the first says why). */

@@ -1,3 +1,4 @@
+import { TAIL_JOBS_PER_SLOT } from '../../placement/room.ts';
 import { canonicalJson } from '../../protocol/canonical.ts';
 import type { JobRequest, RefusalReason } from '../../protocol/job.ts';
 import type { JobExecutorOptions } from './executor.ts';
@@ -22,8 +23,10 @@ export interface AdmittedJob {
 export interface AdmissionState {
   /** The executor is stopping. */
   stopped: boolean;
-  /** Jobs running now. */
+  /** Jobs admitted and not over: generating, or past it and scoring. */
   running: number;
+  /** Of those, jobs still generating (each holds a job slot). */
+  generating: number;
 }
 
 /** What of the executor's options admission reads. */
@@ -58,8 +61,22 @@ export function refusal(
   }
   if (!options.models.adapterFor(job.model))
     return ['model-missing', `no server of this node serves ${job.model}`];
-  if (state.running >= options.maxJobs)
-    return ['full', `${state.running} of ${options.maxJobs} job slots busy`];
+  return fullness(state, options.maxJobs);
+}
+
+/**
+ * Why the node is full, or null: its `maxJobs` slots are generation slots, so a job whose samples are
+ * all generated (only scoring left) frees its slot for the next, and up to `maxJobs` such jobs are
+ * kept besides (placement/room.ts applies the same bound on the submitter's side).
+ */
+export function fullness(state: AdmissionState, maxJobs: number): [RefusalReason, string] | null {
+  if (state.generating >= maxJobs) return ['full', `${state.generating} of ${maxJobs} job slots busy`];
+  const bound = maxJobs * (1 + TAIL_JOBS_PER_SLOT);
+  if (state.running >= bound)
+    return [
+      'full',
+      `${state.running} jobs admitted (${state.running - state.generating} finishing their scoring)`,
+    ];
   return null;
 }
 

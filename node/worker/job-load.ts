@@ -18,22 +18,33 @@ export function isQueued(a: JobActivity): boolean {
   return !a.generating && a.scoring === 0 && a.waitingToScore > 0;
 }
 
+/** The advert's load (protocol/advert.ts `load`). */
+export interface JobLoad {
+  /** Jobs waiting for a scoring slot with nothing in progress. */
+  queued: number;
+  /** Jobs generating or scoring. */
+  running: number;
+  /** Of the running jobs, those generating: each holds one of the node's job slots. */
+  generating: number;
+  /** Job slots offered (jobs generating at once). */
+  capacity: number;
+}
+
 /**
  * The advert's load from the admitted jobs: `queued` jobs wait for a scoring slot with nothing in
  * progress, `running` ones generate or score; queued + running is every admitted job (what placement
- * counts). `capacity` is the job slots offered.
+ * counts), `generating` the ones holding a job slot. `capacity` is the job slots offered.
  */
-export function jobLoad(
-  jobs: Iterable<JobActivity>,
-  capacity: number,
-): { queued: number; running: number; capacity: number } {
+export function jobLoad(jobs: Iterable<JobActivity>, capacity: number): JobLoad {
   let queued = 0;
   let running = 0;
+  let generating = 0;
   for (const a of jobs) {
     if (isQueued(a)) queued++;
     else running++;
+    if (a.generating) generating++;
   }
-  return { queued, running, capacity };
+  return { queued, running, generating, capacity };
 }
 
 /**

@@ -4,6 +4,7 @@ import type {
   SampleGenerated,
   SampleResult,
   SubmitterMessage,
+  WorkerLoad,
   WorkerMessage,
 } from '../../protocol/job.ts';
 import { logger } from '../logger.ts';
@@ -27,6 +28,8 @@ export interface JobRunOptions {
   onCancel: () => void;
   /** No stream for `leaseMs`: the submitter is gone. */
   onAbandoned: () => void;
+  /** The worker's load now, sent with the `end` (the submitter sees the freed slot at once); omitted when unset. */
+  load?: () => WorkerLoad;
 }
 
 /** Why a job ended without all its samples, for the `end`. */
@@ -144,6 +147,7 @@ export function createJobRun(options: JobRunOptions): JobRun {
       (missing.length > 0
         ? { reason: 'internal' as const, message: `samples ${missing.join(', ')} were not produced` }
         : null);
+    const load = options.load ? { load: options.load() } : {};
     enqueue(
       a,
       failure
@@ -153,8 +157,9 @@ export function createJobRun(options: JobRunOptions): JobRun {
             status: 'failed',
             reason: failure.reason,
             message: failure.message,
+            ...load,
           }
-        : { type: 'end', jobId: a.jobId, status: 'done' },
+        : { type: 'end', jobId: a.jobId, status: 'done', ...load },
     );
     a.queue = a.queue
       .then(() => (a.broken ? undefined : a.wire.closeWrite()))

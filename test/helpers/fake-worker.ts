@@ -69,6 +69,29 @@ export function stallingModels(answered: number): ModelService {
   } as unknown as ModelService;
 }
 
+/** A scorer whose runs finish when the test says (a run under way winds down on its own time). */
+export function heldScorer() {
+  let release!: () => void;
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let started = 0;
+  let settled = 0;
+  const inner = fakeScorer(() => released);
+  const scorer: Scorer = {
+    ...inner,
+    score: async (request) => {
+      started++;
+      try {
+        return await inner.score(request);
+      } finally {
+        settled++;
+      }
+    },
+  };
+  return { scorer, release, started: () => started, inFlight: () => started - settled };
+}
+
 /** A sandbox run's result for `taskId`: scored, every test passed (`overrides` vary it). */
 export function scoreResult(taskId: string, overrides: Partial<ScoreResult> = {}): ScoreResult {
   return {

@@ -121,7 +121,9 @@ describe('checkNode', () => {
     it('needs nothing for a model this submitter already reserved on the node', () => {
       const node = unloaded(20 * GiB, 1 * GiB);
       expect(check(node)?.code).toBe('memory');
-      expect(check(node, {}, { outstanding: new Map([['a', { jobs: 1, models: [MODEL] }]]) })).toBeNull();
+      expect(
+        check(node, {}, { outstanding: new Map([['a', { jobs: 1, generating: 1, models: [MODEL] }]]) }),
+      ).toBeNull();
     });
 
     it('subtracts the sizes of other not-yet-loaded models this submitter reserved', () => {
@@ -138,13 +140,19 @@ describe('checkNode', () => {
       expect(check(node)).toBeNull();
       // A job for the loaded model reserves nothing more.
       expect(
-        check(node, {}, { outstanding: new Map([['a', { jobs: 2, models: ['resident'] }]]) }),
+        check(node, {}, { outstanding: new Map([['a', { jobs: 2, generating: 2, models: ['resident'] }]]) }),
       ).toBeNull();
-      const r = check(node, {}, { outstanding: new Map([['a', { jobs: 1, models: ['big'] }]]) });
+      const r = check(
+        node,
+        {},
+        { outstanding: new Map([['a', { jobs: 1, generating: 1, models: ['big'] }]]) },
+      );
       expect(r?.code).toBe('memory');
       if (r?.code === 'memory') expect(r.headroomBytes).toBe(19 * GiB);
       // A reserved model the node no longer serves is ignored.
-      expect(check(node, {}, { outstanding: new Map([['a', { jobs: 1, models: ['gone'] }]]) })).toBeNull();
+      expect(
+        check(node, {}, { outstanding: new Map([['a', { jobs: 1, generating: 1, models: ['gone'] }]]) }),
+      ).toBeNull();
     });
   });
 });

@@ -70,7 +70,7 @@ describe('a node fetching the workspace', () => {
     const nodes = [holder('h0'), holder('h1'), laptop('l')];
     const ctx = (full: string[]): RoomContext => ({
       fleet: indexFleet(nodes),
-      outstanding: new Map(full.map((id) => [id, { jobs: 2, models: [MODEL] }])),
+      outstanding: new Map(full.map((id) => [id, { jobs: 2, generating: 2, models: [MODEL] }])),
       selfPeerId: 'h0',
       proven: new Set(['h0', 'h1', 'l']),
       busyUntil: new Map(),

@@ -36,7 +36,7 @@ describe('lease book', () => {
     });
     expect(book.lease('t1', 'm', 'peerB', 100, 1100)).toBeNull(); // one active job per (task, model)
     expect(book.pending()).toEqual([]);
-    expect(book.outstanding()).toEqual(new Map([['peerA', { jobs: 1, models: ['m'] }]]));
+    expect(book.outstanding()).toEqual(new Map([['peerA', { jobs: 1, generating: 1, models: ['m'] }]]));
     expect(consistent(book)).toMatchObject({ planned: 9, leased: 9, activeJobs: 1 });
     for (const s of [...K, 8].slice(0, -1))
       expect(book.result(lease.jobId, s)).toEqual({ status: 'accepted', jobDone: false, otherJobDone: null });
@@ -194,7 +194,7 @@ describe('lease book', () => {
     const a = book.lease('t', 'm1', 'a', 0, 10)!;
     const b = book.lease('t', 'm2', 'a', 0, 10)!;
     expect(a.jobId).not.toBe(b.jobId);
-    expect(book.outstanding().get('a')).toEqual({ jobs: 2, models: ['m1', 'm2'] });
+    expect(book.outstanding().get('a')).toEqual({ jobs: 2, generating: 2, models: ['m1', 'm2'] });
     expect(book.result(a.jobId, 0).status).toBe('accepted');
     expect(book.result(b.jobId, 0).status).toBe('accepted');
   });
@@ -220,8 +220,8 @@ describe('lease book', () => {
       expect(book.remaining(backup.jobId)).toEqual([1, 2]);
       expect(book.outstanding()).toEqual(
         new Map([
-          ['slow', { jobs: 1, models: ['m'] }],
-          ['fast', { jobs: 1, models: ['m'] }],
+          ['slow', { jobs: 1, generating: 1, models: ['m'] }],
+          ['fast', { jobs: 1, generating: 1, models: ['m'] }],
         ]),
       );
       expect(consistent(book)).toMatchObject({ leased: 2, done: 1, activeJobs: 2 });
@@ -391,5 +391,69 @@ describe('lease book', () => {
       expect(book.complete).toBe(true);
       expect(accepted.size).toBe(tasks.length * K.length);
     }
+  });
+});
+
+describe('lease book: generating jobs', () => {
+  const generating = (book: LeaseBook, peer: string) => book.outstanding().get(peer)?.generating;
+
+  it('counts a job as generating until each of its samples is generated or done', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', [0, 1, 2]);
+    const job = book.lease('t', 'm', 'a', 0, 10)!;
+    expect(book.generated(job.jobId, 0)).toBe(false);
+    expect(book.generated(job.jobId, 0)).toBe(false); // the same sample twice
+    expect(book.generated(job.jobId, 9)).toBe(false); // not the job's
+    expect(generating(book, 'a')).toBe(1);
+    // A result needs no `generated` first (a sample reported from the worker's log).
+    book.result(job.jobId, 1);
+    expect(book.generated(job.jobId, 2)).toBe(true);
+    expect(book.outstanding().get('a')).toEqual({ jobs: 1, generating: 0, models: ['m'] });
+    expect(book.generated(job.jobId, 2)).toBe(false);
+    book.result(job.jobId, 0);
+    book.result(job.jobId, 2);
+    expect(book.outstanding().size).toBe(0);
+  });
+
+  it('a job released while generating leaves the counts, and a generated of it is ignored', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', [0, 1]);
+    const job = book.lease('t', 'm', 'a', 0, 10)!;
+    book.generated(job.jobId, 0);
+    book.release(job.jobId, 'failed');
+    expect(book.outstanding().size).toBe(0);
+    expect(book.generated(job.jobId, 1)).toBe(false);
+    const again = book.lease('t', 'm', 'a', 1, 10)!;
+    expect(generating(book, 'a')).toBe(1);
+    expect(book.generated(again.jobId, 0)).toBe(false);
+    expect(book.generated(again.jobId, 1)).toBe(true);
+    expect(generating(book, 'a')).toBe(0);
+  });
+
+  it('a sample its backup finished needs generating by neither', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', [0, 1]);
+    const job = book.lease('t', 'm', 'a', 0, 10)!;
+    const backup = book.hedge(job.jobId, 'b', 1, 10)!;
+    book.generated(job.jobId, 0);
+    expect([generating(book, 'a'), generating(book, 'b')]).toEqual([1, 1]);
+    // The backup reports sample 1: the job has generated 0 and 1 is done, so it only scores now.
+    book.result(backup.jobId, 1);
+    expect([generating(book, 'a'), generating(book, 'b')]).toEqual([0, 1]);
+    // And the job's result for 0 finishes both: the backup has nothing left to generate either.
+    book.result(job.jobId, 0);
+    expect(book.outstanding().size).toBe(0);
+  });
+
+  it('when a job ends, its backup takes over its samples and keeps generating what it has not', () => {
+    const book = createLeaseBook();
+    book.add('t', 'm', [0, 1]);
+    const job = book.lease('t', 'm', 'a', 0, 10)!;
+    const backup = book.hedge(job.jobId, 'b', 1, 10)!;
+    book.generated(backup.jobId, 0);
+    book.release(job.jobId, 'failed');
+    expect(book.outstanding()).toEqual(new Map([['b', { jobs: 1, generating: 1, models: ['m'] }]]));
+    expect(book.generated(backup.jobId, 1)).toBe(true);
+    expect(generating(book, 'b')).toBe(0);
   });
 });

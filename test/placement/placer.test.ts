@@ -17,7 +17,7 @@ function req(label: string, extra: { exclude?: string[] } = {}) {
 }
 
 function one(peerId: string, jobs: number, models: string[] = [MODEL]): [string, NodeOutstanding] {
-  return [peerId, { jobs, models }];
+  return [peerId, { jobs, generating: jobs, models }];
 }
 
 describe('loadCap', () => {
@@ -171,13 +171,15 @@ describe('createPlacer', () => {
         const label = rand() < 0.5 ? 'hot' : `t${i}`;
         const p = ok(placer.place(req(label), nodes, 0, outstanding));
         expect(p.chosen.load + 1).toBeLessThanOrEqual(p.chosen.cap);
-        outstanding.set(p.peerId, { jobs: (outstanding.get(p.peerId)?.jobs ?? 0) + 1, models: [MODEL] });
+        const jobs = (outstanding.get(p.peerId)?.jobs ?? 0) + 1;
+        outstanding.set(p.peerId, { jobs, generating: jobs, models: [MODEL] });
         total++;
         // Finish a random job now and then so loads move both ways.
         if (rand() < 0.3) {
           const ids = [...outstanding.keys()].filter((k) => outstanding.get(k)!.jobs > 0);
           const id = ids[Math.floor(rand() * ids.length)]!;
-          outstanding.set(id, { jobs: outstanding.get(id)!.jobs - 1, models: [MODEL] });
+          const jobs = outstanding.get(id)!.jobs - 1;
+          outstanding.set(id, { jobs, generating: jobs, models: [MODEL] });
           total--;
         }
         const weights = new Map(nodes.map((n) => [n.advert.peerId, n.advert.load.capacity]));

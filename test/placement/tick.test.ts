@@ -29,10 +29,13 @@ function referenceTick(
     if ((room.busyUntil.get(peerId) ?? 0) > now) return false;
     const node = nodes.find((n) => n.advert.peerId === peerId);
     if (!node) return false;
-    const own = book.outstanding().get(peerId)?.jobs ?? 0;
-    const proven = room.proven.has(peerId) || peerId === room.selfPeerId;
-    const slots = proven ? node.advert.load.capacity : Math.min(1, node.advert.load.capacity);
-    return Math.max(own, node.advert.load.running) < slots;
+    // Generation slots (placement/room.ts): a job past generation frees its slot, up to as many again.
+    const own = book.outstanding().get(peerId);
+    const { load } = node.advert;
+    const jobs = Math.max(own?.jobs ?? 0, load.queued + load.running);
+    if (!room.proven.has(peerId) && peerId !== room.selfPeerId) return jobs < Math.min(1, load.capacity);
+    const generating = Math.max(own?.generating ?? 0, load.generating ?? load.running);
+    return generating < load.capacity && jobs < 2 * load.capacity;
   };
   const withRoom = (p: Extract<Placement, { ok: true }>) =>
     p.ranked
@@ -74,9 +77,12 @@ function scenario(seed: number) {
   const n = 1 + Math.floor(rand() * 12);
   const nodes = Array.from({ length: n }, (_, i) => {
     const capacity = Math.floor(rand() * 5);
+    const running = Math.floor(rand() * (capacity + 1));
+    // Some nodes advertise how many of their running jobs generate (older ones do not).
+    const generating = rand() < 0.5 ? { generating: Math.floor(rand() * (running + 1)) } : {};
     return fleetNode(
       advert(`n${i}`, {
-        load: { queued: Math.floor(rand() * 2), running: Math.floor(rand() * (capacity + 1)), capacity },
+        load: { queued: Math.floor(rand() * 2), running, ...generating, capacity },
         models: rand() < 0.8 ? [model()] : [model({ id: 'other' })],
         workspaces: rand() < 0.8 ? [WS] : [WS_B],
         sandbox: { backend: 'bwrap', ok: rand() < 0.95 },
@@ -119,6 +125,13 @@ function scenario(seed: number) {
       // Running on some node, one sample done.
       const peer = pick(peers);
       ops.push((book) => book.result(book.lease(t.id, m, peer, 0, 1)!.jobId, 0));
+    } else if (r < 0.5) {
+      // Running on some node, every sample generated: only scoring left.
+      const peer = pick(peers);
+      ops.push((book) => {
+        const lease = book.lease(t.id, m, peer, 0, 1)!;
+        for (const i of K) book.generated(lease.jobId, i);
+      });
     }
   }
   const placer = createPlacer({ reputation, epsilon: pick([0, 0.1, 1]) });

@@ -98,6 +98,32 @@ describe('job protocol schemas', () => {
     expect(() => parseWith(WorkerMessage, { type: 'hello' }, 'w')).toThrow(/type: Invalid discriminator/);
   });
 
+  it('carries the worker’s load on `generated` and `end` when it sends one, and names a bad field of it', () => {
+    const load = { queued: 0, running: 1, generating: 0, capacity: 2, at: 1_796_000_000_000 };
+    const generated = {
+      type: 'generated',
+      jobId: 'j',
+      index: 2,
+      usage: { prompt: 1200, completion: 40, cached: 1100 },
+      warm: true,
+      latencyMs: 800,
+      tokensPerSecond: 50,
+    };
+    for (const m of [
+      generated,
+      { ...generated, load },
+      { type: 'end', jobId: 'j', status: 'done', load },
+      { type: 'end', jobId: 'j', status: 'failed', reason: 'cancelled', message: 'cancelled', load },
+    ])
+      expect(WorkerMessage.parse(m)).toEqual(m);
+    const bad = { ...generated, load: { ...load, generating: -1, at: 'now' } };
+    expect(fields(() => parseWith(WorkerMessage, bad, 'w'))).toEqual(
+      expect.arrayContaining(['load.generating', 'load.at']),
+    );
+    const noCapacity = { type: 'end', jobId: 'j', status: 'done', load: { ...load, capacity: undefined } };
+    expect(fields(() => parseWith(WorkerMessage, noCapacity, 'w'))).toEqual(['load.capacity']);
+  });
+
   it('derives deterministic sample ids and seeds', () => {
     expect(sampleId('t1', 'qwen', 0, 42)).toBe(sampleId('t1', 'qwen', 0, 42));
     const ids = new Set([

@@ -5,8 +5,15 @@ import { openCampaignStore } from '../../node/submitter/campaign-store.ts';
 import { type CampaignRunnerOptions, runCampaign } from '../../node/submitter/runner.ts';
 import type { Framed } from '../../node/wire/framed.ts';
 import { localPair } from '../../node/wire/local.ts';
+import type { Advert } from '../../protocol/advert.ts';
 import { fingerprint } from '../../protocol/canonical.ts';
-import { type JobRequest, SubmitterMessage, WorkerMessage } from '../../protocol/job.ts';
+import {
+  type JobRequest,
+  type SampleGenerated,
+  SubmitterMessage,
+  type WorkerLoad,
+  WorkerMessage,
+} from '../../protocol/job.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import { advert, fleetNode, MODEL, model } from '../helpers/adverts.ts';
 import { resultFor, sampleTask } from '../helpers/samples.ts';
@@ -25,9 +32,16 @@ afterEach(() => {
   for (const s of stores.splice(0)) s.close();
 });
 
-async function campaignOf(script: Script, extra: Partial<CampaignRunnerOptions> = {}) {
+/** The scripted node: its advert's load (sent at time 0) and how many tasks the campaign has. */
+interface Fleet {
+  load?: Advert['load'];
+  tasks?: number;
+}
+
+async function campaignOf(script: Script, extra: Partial<CampaignRunnerOptions> = {}, fleet: Fleet = {}) {
   const self = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
-  const task = sampleTask('t1');
+  const tasks = Array.from({ length: fleet.tasks ?? 1 }, (_, i) => sampleTask(`t${i + 1}`, `prompt ${i}`));
+  const task = tasks[0]!;
   const store = openCampaignStore({ path: ':memory:' });
   stores.push(store);
   const { campaign } = store.start({
@@ -39,11 +53,12 @@ async function campaignOf(script: Script, extra: Partial<CampaignRunnerOptions> 
       sampling: { temperature: 0.8, topP: 0.95, maxTokens: 2048, seedBase: 1000 },
       split: 'all',
     },
-    tasks: [{ id: task.id, promptFingerprint: task.promptFingerprint, split: task.split }],
+    tasks: tasks.map((t) => ({ id: t.id, promptFingerprint: t.promptFingerprint, split: t.split })),
     now: Date.now(),
   });
+  const load = fleet.load ?? { queued: 0, running: 0, capacity: 2 };
   const node = {
-    ...fleetNode(advert(self, { models: [model()], workspaces: [task.workspace.id] })),
+    ...fleetNode(advert(self, { models: [model()], workspaces: [task.workspace.id], load })),
     self: true,
   };
   const streams: WorkerSide[] = [];
@@ -63,7 +78,7 @@ async function campaignOf(script: Script, extra: Partial<CampaignRunnerOptions> 
   };
   const runner = runCampaign({
     campaign,
-    tasks: new Map([[task.id, task]]),
+    tasks: new Map(tasks.map((t) => [t.id, t])),
     peerId: self,
     nodes: () => [node],
     host: {} as CampaignRunnerOptions['host'],
@@ -117,4 +132,72 @@ describe('the campaign runner with a scripted worker', () => {
     expect(seen).toEqual(['cancel']);
     await expect.poll(() => reset).not.toBeNull();
   }, 30_000);
+
+  it('places the next job on a one-slot node as soon as every sample of its job is generated', async () => {
+    let worker = '';
+    const order: string[] = [];
+    let releaseFirst!: () => void;
+    const firstMayEnd = new Promise<void>((r) => {
+      releaseFirst = r;
+    });
+    const { runner, self } = await campaignOf(
+      async (wire, job) => {
+        order.push(`${job.task.id} placed`);
+        await wire.send({ type: 'accepted', jobId: job.jobId, worker });
+        for (const index of job.samples) await wire.send(generated(job, index));
+        // The first job scores until the second is placed: the node's one slot is free meanwhile.
+        if (job.task.id === 't1') await firstMayEnd;
+        else releaseFirst();
+        for (const index of job.samples)
+          await wire.send({ type: 'sample', jobId: job.jobId, ...resultFor(job, index) });
+        await wire.send({ type: 'end', jobId: job.jobId, status: 'done' });
+        order.push(`${job.task.id} ended`);
+        await wire.closeWrite();
+      },
+      {},
+      { load: { queued: 0, running: 0, generating: 0, capacity: 1 }, tasks: 2 },
+    );
+    worker = self;
+    await expect(runner.done).resolves.toMatchObject({ status: 'done', exhausted: 0 });
+    expect(order.slice(0, 2)).toEqual(['t1 placed', 't2 placed']);
+  });
+
+  it('counts the load a worker reports with its job messages when it is newer than its advert', async () => {
+    let worker = '';
+    const order: string[] = [];
+    const { runner, self } = await campaignOf(
+      async (wire, job) => {
+        order.push(`${job.task.id} placed`);
+        await wire.send({ type: 'accepted', jobId: job.jobId, worker });
+        // Another submitter's job took the slot this one frees: the load says so, and no job fits.
+        const busy = { queued: 0, running: 2, generating: 1, capacity: 1, at: Date.now() };
+        for (const index of job.samples) await wire.send({ ...generated(job, index), load: busy });
+        await new Promise((r) => setTimeout(r, 100));
+        order.push(`${job.task.id} scored`);
+        for (const index of job.samples)
+          await wire.send({ type: 'sample', jobId: job.jobId, ...resultFor(job, index) });
+        const free: WorkerLoad = { queued: 0, running: 0, generating: 0, capacity: 1, at: Date.now() };
+        await wire.send({ type: 'end', jobId: job.jobId, status: 'done', load: free });
+        await wire.closeWrite();
+      },
+      {},
+      { load: { queued: 0, running: 0, generating: 0, capacity: 1 }, tasks: 2 },
+    );
+    worker = self;
+    await expect(runner.done).resolves.toMatchObject({ status: 'done', exhausted: 0 });
+    expect(order).toEqual(['t1 placed', 't1 scored', 't2 placed', 't2 scored']);
+  });
 });
+
+/** The `generated` progress message of sample `index` of `job`. */
+function generated(job: JobRequest, index: number): SampleGenerated {
+  return {
+    type: 'generated',
+    jobId: job.jobId,
+    index,
+    usage: { prompt: 100, completion: 10, cached: null },
+    warm: false,
+    latencyMs: 10,
+    tokensPerSecond: 100,
+  };
+}

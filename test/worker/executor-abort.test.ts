@@ -13,7 +13,7 @@ import { openSampleLog } from '../../node/worker/sample-log.ts';
 import type { WorkerMessage } from '../../protocol/job.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { seededSigner } from '../helpers/digests.ts';
-import { fakeScorer, stallingModels } from '../helpers/fake-worker.ts';
+import { fakeScorer, heldScorer, stallingModels } from '../helpers/fake-worker.ts';
 import { jobRequest, sampleTask } from '../helpers/samples.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -60,29 +60,6 @@ function runJob(executor: ReturnType<typeof createJobExecutor>, origin: string) 
     return messages;
   })();
   return { messages, done, cancel: () => wire.send({ type: 'cancel', jobId: request.jobId }) };
-}
-
-/** A scorer whose runs finish when the test says (a run under way winds down on its own time). */
-function heldScorer() {
-  let release!: () => void;
-  const released = new Promise<void>((r) => {
-    release = r;
-  });
-  let started = 0;
-  let settled = 0;
-  const inner = fakeScorer(() => released);
-  const scorer: Scorer = {
-    ...inner,
-    score: async (request) => {
-      started++;
-      try {
-        return await inner.score(request);
-      } finally {
-        settled++;
-      }
-    },
-  };
-  return { scorer, release, started: () => started, inFlight: () => started - settled };
 }
 
 async function until(ok: () => boolean, what: string): Promise<void> {

@@ -24,13 +24,13 @@ function gate() {
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('job load', () => {
-  it('counts every admitted job once: queued + running = jobs', () => {
+  it('counts every admitted job once: queued + running = jobs; generating ones hold a slot', () => {
     const a = newActivity();
     const b = { generating: false, scoring: 0, waitingToScore: 2 };
     const c = { generating: false, scoring: 1, waitingToScore: 3 };
     const d = { generating: true, scoring: 0, waitingToScore: 4 };
-    expect(jobLoad([a, b, c, d], 4)).toEqual({ queued: 1, running: 3, capacity: 4 });
-    expect(jobLoad([], 2)).toEqual({ queued: 0, running: 0, capacity: 2 });
+    expect(jobLoad([a, b, c, d], 4)).toEqual({ queued: 1, running: 3, generating: 2, capacity: 4 });
+    expect(jobLoad([], 2)).toEqual({ queued: 0, running: 0, generating: 0, capacity: 2 });
   });
 
   it('a job is queued only while everything it has left waits for a scoring slot', () => {
@@ -57,11 +57,11 @@ describe('job load', () => {
       { generating: false, scoring: 1, waitingToScore: 0 },
       { generating: false, scoring: 0, waitingToScore: 1 },
     ]);
-    expect(jobLoad([a, b], 2)).toEqual({ queued: 1, running: 1, capacity: 2 });
+    expect(jobLoad([a, b], 2)).toMatchObject({ queued: 1, running: 1, capacity: 2 });
     ga.open();
     expect(await scoredA).toBe('a');
     await tick();
-    expect(jobLoad([a, b], 2)).toEqual({ queued: 0, running: 2, capacity: 2 });
+    expect(jobLoad([a, b], 2)).toMatchObject({ queued: 0, running: 2, capacity: 2 });
     gb.open();
     expect(await scoredB).toBe('b');
     expect(b).toEqual({ generating: false, scoring: 0, waitingToScore: 0 });
@@ -113,14 +113,14 @@ describe('the executor: two jobs on a node with one scoring slot', () => {
       // Job a holds the slot with a sample, job b has generated both and waits for it.
       await eventually(() => executor.load().running + executor.load().queued === 2, 'both jobs admitted');
       await tick();
-      expect(executor.load()).toEqual({ queued: 1, running: 1, capacity: 2 });
+      expect(executor.load()).toEqual({ queued: 1, running: 1, generating: 0, capacity: 2 });
       // Let every score through, one at a time: the queued job runs, then both end.
       for (let done = 0; done < 4; done++) {
         await eventually(() => gates.length > done, `score ${done + 1} started`);
         gates[done]!();
       }
       await eventually(() => executor.load().running + executor.load().queued === 0, 'both jobs over');
-      expect(executor.load()).toEqual({ queued: 0, running: 0, capacity: 2 });
+      expect(executor.load()).toEqual({ queued: 0, running: 0, generating: 0, capacity: 2 });
     } finally {
       for (const g of gates) g();
       await executor.stop();
