@@ -25,6 +25,10 @@ let dir: string;
 
 // Scripted garbage answers score 0 at once (no code block): these tests are about the mechanics.
 beforeAll(async () => {
+  // The submitter backs up silent jobs on a clock twice as fast as the defaults (15 s of silence, 30 s
+  // more for a node that beats; placement/hedge.ts): the hanging model server's jobs are backed up after
+  // 15 s instead of 30. Every node the test starts (the restarted submitter too) inherits it.
+  process.env['VTNODE_HEDGE_SCALE'] = '0.5';
   dir = await box.tempDir('vt-fail-');
   tasks = (await mineLedger(dir)).tasks;
   fleet = await startFleet(box, 'fail', 3, tasks, { script: 'garbage' });
@@ -32,6 +36,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  delete process.env['VTNODE_HEDGE_SCALE'];
   await box.cleanup();
   await Promise.all(fleet?.servers.map((s) => s.close()) ?? []);
 });
@@ -102,7 +107,7 @@ describe('failing nodes', () => {
         // Long enough for a healthy worker on a loaded CI machine to score a sample (a candidate with a
         // code block is type-checked first: a cold type-check service takes 15 s and more under load,
         // and a worker sends nothing while it scores), short enough that the hanging node's jobs are
-        // re-placed well inside the test.
+        // re-placed well inside the test. (Backups come first: the node is silent for the hedge's 15 s.)
         '45s',
       ]);
       expect(res.code, res.stderr).toBe(0);

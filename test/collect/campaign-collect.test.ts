@@ -72,9 +72,6 @@ describe('collectors through a campaign (separate processes)', () => {
       else box.spawn(['join', ...args]);
       workerDirs.push(d);
     }
-    const peers: string[] = [];
-    for (const d of workerDirs) peers.push(await peerIdOf(d));
-    await campaign.waitReady(d0, 3);
 
     const collectorArgs = (d: string, out: string) => [
       'collect',
@@ -97,21 +94,27 @@ describe('collectors through a campaign (separate processes)', () => {
       '--catch-up-interval',
       '2s',
     ];
+    // The collectors start with the workers (their start-ups overlap): the fleet is the five of them.
     const c1Dir = await box.tempDir('vt-c1-');
     const c2Dir = await box.tempDir('vt-c2-');
     const ds1 = join(c1Dir, 'dataset');
     const ds2 = join(c2Dir, 'dataset');
     box.spawn(collectorArgs(c1Dir, ds1));
     let c2 = box.spawn(collectorArgs(c2Dir, ds2));
+    const peers: string[] = [];
+    for (const d of workerDirs) peers.push(await peerIdOf(d));
     await c2.waitFor(/is collecting/, 60_000);
     await waitForPeers(d0, [...peers, await peerIdOf(c1Dir), await peerIdOf(c2Dir)], 30_000);
 
-    // Every worker (the liar included) must be placeable: a model, a passed sandbox self-test.
+    // Every worker (the liar included) must be placeable: a model, a workspace, a passed sandbox self-test.
     await eventually(
       async () => {
         const st = JSON.parse((await vtnode(['status', '--json', '--data-dir', d0])).stdout) as FleetStatus;
         const workers = st.nodes.filter((n) => peers.includes(n.peerId));
-        return workers.length === 3 && workers.every((n) => n.sandbox.ok && n.models.length > 0);
+        return (
+          workers.length === 3 &&
+          workers.every((n) => n.sandbox.ok && n.models.length > 0 && n.workspaces.length > 0)
+        );
       },
       60_000,
       'three ready workers',
