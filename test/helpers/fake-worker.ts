@@ -2,6 +2,8 @@
 // every score a pass, each released when the test says so.
 import { AbortedError } from '../../node/models/errors.ts';
 import type { ModelService } from '../../node/models/service.ts';
+import type { JobExecutor } from '../../node/worker/executor.ts';
+import type { JobRequest, WorkerMessage } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
 import { EVAL_FP } from './samples.ts';
@@ -90,6 +92,28 @@ export function heldScorer() {
     },
   };
   return { scorer, release, started: () => started, inFlight: () => started - settled };
+}
+
+/** A job sent on a local stream to `executor`: the answers collected until its end or refusal, and a cancel. */
+export function localJob(executor: JobExecutor, request: JobRequest) {
+  const wire = executor.local();
+  const messages: WorkerMessage[] = [];
+  const done = (async () => {
+    await wire.send(request);
+    for (let m = await wire.read(); m !== undefined; m = await wire.read()) {
+      messages.push(m);
+      if (m.type === 'end' || m.type === 'refused') break;
+    }
+    wire.abort(new Error('test over'));
+    return messages;
+  })();
+  return { messages, done, cancel: () => wire.send({ type: 'cancel', jobId: request.jobId }) };
+}
+
+/** Waits (5 s at most, polling every 5 ms) until `ok()`. */
+export async function until(ok: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
+  if (!ok()) throw new Error(`timed out waiting for ${what}`);
 }
 
 /** A sandbox run's result for `taskId`: scored, every test passed (`overrides` vary it). */

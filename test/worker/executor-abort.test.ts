@@ -10,10 +10,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { StreamHost } from '../../node/wire/streams.ts';
 import { createJobExecutor } from '../../node/worker/executor.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
-import type { WorkerMessage } from '../../protocol/job.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { seededSigner } from '../helpers/digests.ts';
-import { fakeScorer, heldScorer, stallingModels } from '../helpers/fake-worker.ts';
+import { fakeScorer, heldScorer, localJob, stallingModels, until } from '../helpers/fake-worker.ts';
 import { jobRequest, sampleTask } from '../helpers/samples.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -47,24 +46,7 @@ async function setup(scorer: Scorer) {
 
 /** Sends a job for samples 0 and 1 on a local stream; collects the answers until the end. */
 function runJob(executor: ReturnType<typeof createJobExecutor>, origin: string) {
-  const wire = executor.local();
-  const request = jobRequest(TASK, origin, [0, 1], 2);
-  const messages: WorkerMessage[] = [];
-  const done = (async () => {
-    await wire.send(request);
-    for (let m = await wire.read(); m !== undefined; m = await wire.read()) {
-      messages.push(m);
-      if (m.type === 'end' || m.type === 'refused') break;
-    }
-    wire.abort(new Error('test over'));
-    return messages;
-  })();
-  return { messages, done, cancel: () => wire.send({ type: 'cancel', jobId: request.jobId }) };
-}
-
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!ok()) throw new Error(`timed out waiting for ${what}`);
+  return localJob(executor, jobRequest(TASK, origin, [0, 1], 2));
 }
 
 describe('a job aborted while its samples still generate', () => {

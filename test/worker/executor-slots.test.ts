@@ -13,7 +13,7 @@ import type { WorkerMessage } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { seededSigner } from '../helpers/digests.ts';
-import { fakeModels, heldScorer, stallingModels } from '../helpers/fake-worker.ts';
+import { fakeModels, heldScorer, localJob, stallingModels, until } from '../helpers/fake-worker.ts';
 import { jobRequest, sampleTask } from '../helpers/samples.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -78,23 +78,7 @@ async function setup(scorer: Scorer, maxJobs: number, service: ModelService = mo
 
 /** Sends a job for samples 0 and 1 of `task`; collects the answers until its end or refusal. */
 function runJob(executor: JobExecutor, origin: string, task: Task) {
-  const wire = executor.local();
-  const messages: WorkerMessage[] = [];
-  const done = (async () => {
-    await wire.send(jobRequest(task, origin, [0, 1], 2));
-    for (let m = await wire.read(); m !== undefined; m = await wire.read()) {
-      messages.push(m);
-      if (m.type === 'end' || m.type === 'refused') break;
-    }
-    wire.abort(new Error('test over'));
-    return messages;
-  })();
-  return { messages, done };
-}
-
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!ok()) throw new Error(`timed out waiting for ${what}`);
+  return localJob(executor, jobRequest(task, origin, [0, 1], 2));
 }
 
 const generatedCount = (messages: WorkerMessage[]) => messages.filter((m) => m.type === 'generated').length;

@@ -9,9 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { StreamHost } from '../../node/wire/streams.ts';
 import { createJobExecutor, type FetchingWorkspaces } from '../../node/worker/executor.ts';
 import { openSampleLog, type SampleLog } from '../../node/worker/sample-log.ts';
-import type { WorkerMessage } from '../../protocol/job.ts';
 import { seededSigner } from '../helpers/digests.ts';
-import { fakeModels, fakeScorer } from '../helpers/fake-worker.ts';
+import { fakeModels, fakeScorer, localJob, until } from '../helpers/fake-worker.ts';
 import { jobRequest, sampleTask } from '../helpers/samples.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -96,23 +95,7 @@ async function setup(fetch: FetchingWorkspaces | undefined) {
 
 /** Sends one job on a local stream and collects what the worker answers until the stream ends. */
 function runJob(executor: ReturnType<typeof createJobExecutor>, origin: string) {
-  const wire = executor.local();
-  const messages: WorkerMessage[] = [];
-  const done = (async () => {
-    await wire.send(jobRequest(sampleTask('t-fetching'), origin, [0, 1], 2));
-    for (let m = await wire.read(); m !== undefined; m = await wire.read()) {
-      messages.push(m);
-      if (m.type === 'end' || m.type === 'refused') break;
-    }
-    wire.abort(new Error('test over'));
-    return messages;
-  })();
-  return { messages, done };
-}
-
-async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!ok()) throw new Error(`timed out waiting for ${what}`);
+  return localJob(executor, jobRequest(sampleTask('t-fetching'), origin, [0, 1], 2));
 }
 
 const WS_ID = sampleTask('t-fetching').workspace.id;
