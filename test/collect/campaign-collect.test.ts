@@ -44,13 +44,16 @@ describe('collectors through a campaign (separate processes)', () => {
       servers.push(s);
       closers.push(() => s.close());
     }
+    // The submitter's own node takes one job slot, the workers two: with generation slots a node
+    // holds up to twice its slots, and the submitter's node (never on probation) would otherwise take
+    // most of the six tasks, leaving the liar too few samples to be caught lying about.
     const nodeArgs = (i: number) => [
       '--model-server',
       servers[i]!.url,
       '--workspace',
       campaign.LEDGER,
       '--max-jobs',
-      '2',
+      i === 0 ? '1' : '2',
     ];
     const { dataDir: d0, token } = await initFleet(box, 'collect-camp', nodeArgs(0));
     box.spawn(['start', '--data-dir', d0]);

@@ -73,7 +73,7 @@ describe('vtnode start refuses a damaged database of its data dir', () => {
       await refused(
         ['start', '--data-dir', dir, ...NO_SERVER],
         join(dir, 'samples.db'),
-        /the worker's sample log (is corrupt|is not a SQLite database).*move it aside/,
+        /the worker's sample log (is corrupt|is not a SQLite database).*move it aside/s,
       );
     }, 60_000);
 
@@ -147,7 +147,7 @@ describe('vtnode join and collect refuse a damaged database too', () => {
     await refused(
       ['collect', '--data-dir', dir, '--out', ds, '--audit-fraction', '0'],
       join(ds, DATASET_DB),
-      /the collector's dataset index is corrupt.*fresh --out/,
+      /the collector's dataset index is corrupt.*fresh --out/s,
     );
   }, 60_000);
 
