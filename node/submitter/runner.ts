@@ -556,7 +556,8 @@ function reportedLoad(
   if (!load) return;
   const last = run.reported.get(peerId);
   if (!last || load.at >= last.at) run.reported.set(peerId, load);
-  poke(run);
+  // `generated` already started a round (generated()); an `end` starts one here.
+  if (ev.type === 'end') poke(run);
 }
 
 /** A sample was generated: the campaign records it, the job's deadline moves. */
