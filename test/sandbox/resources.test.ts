@@ -51,10 +51,16 @@ const sh = (script: string) => ['/bin/sh', '-c', script];
 const node = (code: string) => [process.execPath, '-e', code];
 
 /**
- * What a variant must end with: a flag, or (`failed`, sampled fallback only) ending on its own with a
- * failure exit and no flag, when the cause (a fork refused by RLIMIT_NPROC) is invisible to sampling.
+ * What a variant must end with: a flag; or, in the sampled fallback only, where a fork refused by
+ * RLIMIT_NPROC is invisible between two samples, `failed` (ending on its own with a failure exit and no
+ * flag) or `stopped` (one of the listed flags, whichever the samples catch first, never the wall).
  */
-type Outcome = { limit: ExceededLimit } | { cpu: true } | { wall: true } | { failed: true };
+type Outcome =
+  | { limit: ExceededLimit }
+  | { cpu: true }
+  | { wall: true }
+  | { failed: true }
+  | { stopped: Array<ExceededLimit | 'cpu'> };
 interface Bomb {
   name: string;
   argv: string[];
@@ -133,9 +139,14 @@ async function detonate(
   const { r, elapsed } = result;
   const detail = `${bomb.name}: ${JSON.stringify({ ...r, stdout: r.stdout.slice(-300), stderr: r.stderr.slice(-300) })}`;
   const o = bomb.outcome;
-  expect(r.limitExceeded, detail).toBe('limit' in o ? o.limit : null);
-  expect(r.cpuExceeded, detail).toBe('cpu' in o);
-  expect(r.timedOut, detail).toBe('wall' in o);
+  if ('stopped' in o) {
+    expect(o.stopped, detail).toContain(r.limitExceeded ?? (r.cpuExceeded ? 'cpu' : 'no flag'));
+    expect(r.timedOut, detail).toBe(false);
+  } else {
+    expect(r.limitExceeded, detail).toBe('limit' in o ? o.limit : null);
+    expect(r.cpuExceeded, detail).toBe('cpu' in o);
+    expect(r.timedOut, detail).toBe('wall' in o);
+  }
   expect(r.survivors, detail).toBe(0);
   if ('failed' in o) expect(r.exitCode === 0 || r.exitCode === null, detail).toBe(false);
   // "Quickly" in a unit that load does not stretch: a bomb stopped for a limit spent less than its CPU
@@ -236,6 +247,9 @@ const MEMORY: Bomb[] = [
   },
 ];
 
+/** Spawns itself (its code is its argv[1]) again and again, retrying every refused spawn. */
+const RESPAWNER =
+  "const { spawn } = require('node:child_process'); const me = process.argv[1]; const go = () => { const c = spawn(process.execPath, ['-e', me, me], { stdio: 'ignore' }); c.on('error', () => setTimeout(go, 5)); c.on('spawn', () => setTimeout(go, 5)); }; go();";
 const PROCESSES: Bomb[] = [
   { name: 'fork bomb', argv: sh('f() { f | f & }; f; sleep 60'), outcome: { limit: 'processes' } },
   {
@@ -250,6 +264,45 @@ const PROCESSES: Bomb[] = [
     ),
     outcome: { limit: 'processes' },
     limits: { processes: 32, memoryBytes: 1024 * MiB },
+  },
+  {
+    name: 'thread bomb that retries every refused thread',
+    argv: node(
+      "const { Worker } = require('node:worker_threads'); const start = () => { try { new Worker('setInterval(() => {}, 1000)', { eval: true, resourceLimits: { maxOldGenerationSizeMb: 4 } }).on('error', () => {}); } catch {} }; for (let i = 0; i < 200; i++) start(); setInterval(start, 5);",
+    ),
+    outcome: { limit: 'processes' },
+    limits: { processes: 32, memoryBytes: 1024 * MiB },
+  },
+  {
+    name: 'node processes that respawn whenever a spawn is refused',
+    argv: [process.execPath, '-e', RESPAWNER, RESPAWNER],
+    outcome: { limit: 'processes' },
+    limits: { memoryBytes: 1024 * MiB },
+  },
+];
+
+/** The variants of `bombs` with these names. */
+const pick = (bombs: Bomb[], ...names: string[]) => bombs.filter((b) => names.includes(b.name));
+
+/** Fork bombs that outlive their refused forks: what the sampled fallback must stop by a flag. */
+const SAMPLED_FORK_BOMBS: Bomb[] = [
+  {
+    ...pick(PROCESSES, 'thread bomb that retries every refused thread')[0]!,
+    outcome: { stopped: ['processes', 'cpu'] },
+    limits: { processes: 32, cpuMs: 3000, memoryBytes: 1024 * MiB },
+  },
+  {
+    name: 'fork bomb, then a busy loop',
+    argv: sh('f() { f | f & }; f; while :; do :; done'),
+    outcome: { stopped: ['processes', 'cpu'] },
+    limits: { cpuMs: 1500 },
+  },
+  {
+    // Node reports a refused spawn as an event, so each process goes on trying: the uid stays at its
+    // RLIMIT_NPROC for as long as the run lives.
+    ...pick(PROCESSES, 'node processes that respawn whenever a spawn is refused')[0]!,
+    outcome: { stopped: ['processes', 'cpu'] },
+    limits: { cpuMs: 3000, memoryBytes: 1024 * MiB },
   },
 ];
 
@@ -375,15 +428,16 @@ describe('sampled bounds (no cgroup, plain-folder box)', () => {
     bwrap = await createBwrapConfinement({ cgroups: { mode: 'none' } });
     expect(bwrap.describe()['runAccounting']).toBe('sampled');
   });
-  const pick = (bombs: Bomb[], ...names: string[]) => bombs.filter((b) => names.includes(b.name));
   it.each([
     ...pick(DISK, 'box: many 8 MiB files', 'box: deleted files held open', '/dev/shm: many files', '/tmp'),
     ...pick(INODES, 'box: 100k empty files', '/tmp: 100k empty files'),
     ...pick(MEMORY, '16 node processes × 128 MiB'),
-    ...pick(PROCESSES, 'thread bomb (worker threads)'),
-    // Forks refused by RLIMIT_NPROC leave no trace to sample: the fork bomb then only burns CPU, and a
-    // shell that cannot fork gives up.
-    { ...pick(PROCESSES, 'fork bomb')[0]!, outcome: { cpu: true }, limits: { cpuMs: 1500 } },
+    // Forks and threads refused by RLIMIT_NPROC leave no trace to sample, and a shell that cannot fork
+    // (or a Worker constructor that throws) gives up: such a bomb collapses within milliseconds,
+    // between two samples. So the fallback's variants are bombs that go on after the refusals
+    // (bounded by CPU or by the processes they are seen to hold), and one that gives up (bounded by
+    // itself, well before the wall).
+    ...SAMPLED_FORK_BOMBS,
     { ...pick(PROCESSES, '500 sleepers')[0]!, outcome: { failed: true } },
     ...pick(CPU, 'three shell burners', 'short-lived burners (dead processes count)'),
     ...pick(WAITS, 'sleep forever'),
