@@ -24,7 +24,7 @@ export const NODE_OPTIONS = group('Node options (saved in the data dir, so `vtno
   workspace: list({ doc: 'built checkout this node scores against, repeatable', value: 'DIR' }),
   'advert-interval': duration({ doc: 'how often to advertise (default 5s)', min: 200 }),
   'max-jobs': int({
-    doc: 'jobs (k samples of one task each) generating at once; one whose samples are all generated frees its slot while scored (default 2)',
+    doc: 'jobs (k samples of one task each) generating at once; one whose samples are all generated frees its slot while scored, and one more waits for a slot (default 2)',
     min: 1,
     max: 64,
   }),

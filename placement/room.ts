@@ -12,6 +12,21 @@ export const FULL_BACKOFF_MS = 2000;
  */
 export const TAIL_JOBS_PER_SLOT = 1;
 
+/**
+ * Jobs a node holds waiting for a generation slot, besides its slots: the next job is already on the
+ * node when a slot frees, so the slot starts it at once instead of a round trip to the submitter
+ * later (its last `generated`, the placement, the next job's stream and acceptance: tens of ms per
+ * job on a LAN). One per node, not per slot, so little work is committed to a node early: a slow
+ * node's waiting job is one job. Nodes that do not report `waiting` (older versions) hold none.
+ */
+export const WAITING_JOBS_PER_NODE = 1;
+
+/** What one node may hold, from its slots (`capacity`) and whether it keeps a waiting job. */
+export function jobBounds(capacity: number, queues: boolean): { generation: number; total: number } {
+  const waiting = queues && capacity > 0 ? WAITING_JOBS_PER_NODE : 0;
+  return { generation: capacity + waiting, total: capacity * (1 + TAIL_JOBS_PER_SLOT) + waiting };
+}
+
 /** Back-pressure from nodes: who said it was full, until when. */
 export interface BackPressure {
   /** `peerId` refused a job because all its slots were taken (e.g. by another submitter) at `now`. */
@@ -57,8 +72,9 @@ export function indexFleet(nodes: readonly FleetNode[]): Map<string, FleetNode> 
  * Jobs `peerId` may take from this submitter now: 0 while it said it is full or is not in the fleet.
  * A node's slots are generation slots: a job whose samples are all generated only waits for the
  * sandbox, so the node takes the next job meanwhile (its model server does not idle through the
- * scoring tail), and up to `slots` such jobs besides (`TAIL_JOBS_PER_SLOT`). Each count is the
- * larger of this submitter's jobs there and what the node advertises (other submitters' jobs).
+ * scoring tail), and up to `slots` such jobs besides (`TAIL_JOBS_PER_SLOT`); one more job may wait
+ * on it for a generation slot (`WAITING_JOBS_PER_NODE`). Each count is the larger of this
+ * submitter's jobs there and what the node advertises (other submitters' jobs).
  * A node on probation (it never returned a scored sample) has one job at most, so one that
  * advertises many slots and sits on its jobs holds up one job, not a share of the campaign.
  */
@@ -71,11 +87,11 @@ export function freeSlots(peerId: string, ctx: RoomContext): number {
   const jobs = Math.max(own?.jobs ?? 0, load.queued + load.running);
   if (!ctx.proven.has(peerId) && peerId !== ctx.selfPeerId)
     return Math.max(0, Math.min(1, load.capacity) - jobs);
-  // A node that does not advertise `generating` (an older version) counts every running job as generating.
-  const generating = Math.max(own?.generating ?? 0, load.generating ?? load.running);
-  const generation = load.capacity - generating;
-  const total = load.capacity * (1 + TAIL_JOBS_PER_SLOT) - jobs;
-  return Math.max(0, Math.min(generation, total));
+  // A node that does not advertise `generating` (an older version) counts every running job as
+  // generating. This submitter's own `generating` jobs are those not yet generated: waiting ones too.
+  const unstarted = Math.max(own?.generating ?? 0, (load.generating ?? load.running) + (load.waiting ?? 0));
+  const bounds = jobBounds(load.capacity, load.waiting !== undefined);
+  return Math.max(0, Math.min(bounds.generation - unstarted, bounds.total - jobs));
 }
 
 /**

@@ -92,11 +92,18 @@ export const Advert = z
     /** Memory in bytes: total, free, and reserved by loaded models / running jobs. */
     memory: z.object({ total: bytes, free: bytes, reserved: bytes }),
     /**
-     * Work on the node: jobs queued (waiting for a sandbox slot, nothing in progress), running
-     * (generating or scoring), of those still `generating` (absent from older nodes: count every
-     * running job), and `capacity`, the jobs it generates at once (its job slots).
+     * Work on the node: jobs queued (nothing in progress: waiting for a sandbox slot or a job slot),
+     * running (generating or scoring), of those still `generating` (absent from older nodes: count
+     * every running job), of the queued ones `waiting` for a job slot to generate (absent from older
+     * nodes, which keep no such job), and `capacity`, the jobs it generates at once (its job slots).
      */
-    load: z.object({ queued: count, running: count, generating: count.optional(), capacity: count }),
+    load: z.object({
+      queued: count,
+      running: count,
+      generating: count.optional(),
+      waiting: count.optional(),
+      capacity: count,
+    }),
     /**
      * Why the node takes no new jobs now (a guest on battery or under load: capacity is then 0); absent
      * while it takes jobs. Running jobs go on.

@@ -225,12 +225,14 @@ export type SampleResult = z.infer<typeof SampleResult>;
  * slot freed by its own job at once, not at the worker's next advert.
  */
 export const WorkerLoad = z.object({
-  /** Jobs waiting for a scoring slot with nothing in progress. */
+  /** Jobs with nothing in progress: waiting for a scoring slot, or for a job slot to generate. */
   queued: count,
   /** Jobs generating or scoring. */
   running: count,
   /** Of those, jobs generating: each holds a job slot. */
   generating: count,
+  /** Of the queued jobs, those waiting for a job slot (absent from older nodes, which keep none). */
+  waiting: count.optional(),
   /** Job slots offered (0 while the node takes no jobs). */
   capacity: count,
   /** When the worker took it, its clock, ms since epoch. */

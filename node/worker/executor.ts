@@ -15,7 +15,7 @@ import { type SampleBody, sampleResultOf } from '../../protocol/sample.ts';
 import type { Task } from '../../protocol/task.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
 import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
-import { limiter } from '../async/semaphore.ts';
+import { createSemaphore, limiter, type Semaphore } from '../async/semaphore.ts';
 import { type Logger, logger } from '../logger.ts';
 import { metrics, verdictOf } from '../metrics.ts';
 import type { Sample } from '../models/adapter.ts';
@@ -136,6 +136,8 @@ interface Executor {
   info: (message: string, ...args: unknown[]) => void;
   /** Scoring slots, shared by every job (scoring is CPU-bound). */
   scoring: ReturnType<typeof limiter>;
+  /** Job slots (generation), taken in admission order; released once a job's samples are all generated. */
+  slots: Semaphore;
   /** Running jobs by job id. */
   running: Map<string, Running>;
   /** stop() was called: new jobs are refused. */
@@ -187,6 +189,7 @@ function newExecutor(options: JobExecutorOptions): Executor {
     log,
     info: options.jobLines === false ? log : log.info,
     scoring: limiter(options.maxScoring ?? 2),
+    slots: createSemaphore(Math.max(1, options.maxJobs)),
     running: new Map(),
     stopped: false,
     accepted: 0,
@@ -326,11 +329,10 @@ async function admit(x: Executor, wire: Wire, job: JobRequest, remotePeer: strin
   await attach(startRun(x, job, remotePeer).run, wire, job);
 }
 
-/** The node as a new job finds it: stopping or not, jobs admitted, jobs generating. */
+/** The node as a new job finds it: stopping or not, jobs admitted, jobs generating, jobs waiting. */
 function admissionState(x: Executor): AdmissionState {
-  let generating = 0;
-  for (const entry of x.running.values()) if (entry.activity.generating) generating++;
-  return { stopped: x.stopped, running: x.running.size, generating };
+  const { generating, waiting } = advertisedLoad(x);
+  return { stopped: x.stopped, running: x.running.size, generating, waiting };
 }
 
 /** Attaches the stream of `job` to `run`, for the samples the job asks for. */
@@ -389,7 +391,10 @@ function finishRun(x: Executor, entry: Running, deadline: NodeJS.Timeout, failur
  */
 async function execute(x: Executor, work: JobWork): Promise<void> {
   const todo = work.job.samples.filter((index) => !x.options.sampleLog.get(idOf(work.job, index)));
-  if (todo.length === 0) return;
+  if (todo.length === 0) {
+    work.activity.waiting = false;
+    return;
+  }
   const pass: Pass = { todo, pending: [], inSandbox: new Set(), failure: null };
   const beat = startBeats(x, work.run, pass.inSandbox);
   try {
@@ -414,16 +419,20 @@ function startBeats(x: Executor, run: JobRun, inSandbox: Set<number>): NodeJS.Ti
 async function generateAndScore(x: Executor, work: JobWork, pass: Pass): Promise<void> {
   const { job, abort } = work;
   let broken: { err: unknown } | null = null;
+  let releaseSlot = () => {};
   try {
-    await generateSamples(x, work, pass);
+    releaseSlot = await takeSlot(x, work);
+    await generateSamples(x, work, pass, releaseSlot);
   } catch (err) {
-    // The adapter throws (AbortedError) when the job is aborted while its requests are in flight:
-    // the abort's cause says why the job ends. Anything else breaks the job once its scorings stop.
+    // The adapter (or the wait for a slot) throws AbortedError when the job is aborted: the abort's
+    // cause says why the job ends. Anything else breaks the job once its scorings stop.
     if (!abort.signal.aborted) {
       broken = { err };
       abort.abort(err);
     }
   } finally {
+    releaseSlot();
+    work.activity.waiting = false;
     work.activity.generating = false;
   }
   await Promise.all(pass.pending);
@@ -431,8 +440,26 @@ async function generateAndScore(x: Executor, work: JobWork, pass: Pass): Promise
   throwIfUnfinished(x.options.sampleLog, job, pass, abort.signal);
 }
 
+/**
+ * Waits for a job slot (admission keeps at most one job waiting: job-admission.ts `fullness`) and
+ * marks the job generating; resolves to the slot's release. Rejects with AbortedError if the job is
+ * aborted first.
+ */
+async function takeSlot(x: Executor, work: JobWork): Promise<() => void> {
+  const release = await x.slots.acquire(work.abort.signal);
+  work.activity.waiting = false;
+  work.activity.generating = true;
+  x.options.onLoadChange?.();
+  return release;
+}
+
 /** Asks for the job's samples and starts scoring each one as it arrives; a model failure stops it. */
-async function generateSamples(x: Executor, work: JobWork, pass: Pass): Promise<void> {
+async function generateSamples(
+  x: Executor,
+  work: JobWork,
+  pass: Pass,
+  releaseSlot: () => void,
+): Promise<void> {
   const { job, abort } = work;
   let generated = 0;
   for await (const outcome of x.options.models.generate(generateRequest(job, pass.todo, abort.signal))) {
@@ -442,7 +469,7 @@ async function generateSamples(x: Executor, work: JobWork, pass: Pass): Promise<
       break;
     }
     const index = pass.todo[outcome.index]!;
-    if (++generated === pass.todo.length) generationDone(x, work);
+    if (++generated === pass.todo.length) generationDone(x, work, releaseSlot);
     reportGenerated(x, work, index, outcome);
     // Score while the next samples generate.
     pass.inSandbox.add(index);
@@ -451,12 +478,14 @@ async function generateSamples(x: Executor, work: JobWork, pass: Pass): Promise<
 }
 
 /**
- * Every sample of the job is generated, only scoring is left: its job slot is free for the next job
- * (job-admission.ts `fullness`). Set before the last `generated` message is sent, so a submitter that
- * places the next job on seeing it never finds the slot still taken.
+ * Every sample of the job is generated, only scoring is left: its job slot goes to the job waiting
+ * for one, if any, or is free for the next job (job-admission.ts `fullness`). Done before the last
+ * `generated` message is sent, so a submitter that places the next job on seeing it never finds the
+ * slot still taken.
  */
-function generationDone(x: Executor, work: JobWork): void {
+function generationDone(x: Executor, work: JobWork, releaseSlot: () => void): void {
   work.activity.generating = false;
+  releaseSlot();
   x.options.onLoadChange?.();
 }
 

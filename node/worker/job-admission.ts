@@ -1,4 +1,4 @@
-import { TAIL_JOBS_PER_SLOT } from '../../placement/room.ts';
+import { jobBounds } from '../../placement/room.ts';
 import { canonicalJson } from '../../protocol/canonical.ts';
 import type { JobRequest, RefusalReason } from '../../protocol/job.ts';
 import type { JobExecutorOptions } from './executor.ts';
@@ -23,10 +23,12 @@ export interface AdmittedJob {
 export interface AdmissionState {
   /** The executor is stopping. */
   stopped: boolean;
-  /** Jobs admitted and not over: generating, or past it and scoring. */
+  /** Jobs admitted and not over: waiting for a job slot, generating, or past it and scoring. */
   running: number;
-  /** Of those, jobs still generating (each holds a job slot). */
+  /** Of those, jobs generating (each holds a job slot). */
   generating: number;
+  /** Of those, jobs waiting for a job slot. */
+  waiting: number;
 }
 
 /** What of the executor's options admission reads. */
@@ -67,16 +69,20 @@ export function refusal(
 /**
  * Why the node is full, or null: its `maxJobs` slots are generation slots, so a job whose samples are
  * all generated (only scoring left) frees its slot for the next, and up to `maxJobs` such jobs are
- * kept besides (placement/room.ts applies the same bound on the submitter's side).
+ * kept besides; one more job may wait for a slot (placement/room.ts `jobBounds`, which the submitter
+ * applies too).
  */
 export function fullness(state: AdmissionState, maxJobs: number): [RefusalReason, string] | null {
-  if (state.generating >= maxJobs) return ['full', `${state.generating} of ${maxJobs} job slots busy`];
-  const bound = maxJobs * (1 + TAIL_JOBS_PER_SLOT);
-  if (state.running >= bound)
+  const bounds = jobBounds(maxJobs, true);
+  if (state.generating + state.waiting >= bounds.generation)
     return [
       'full',
-      `${state.running} jobs admitted (${state.running - state.generating} finishing their scoring)`,
+      `${state.generating} of ${maxJobs} job slots busy, ${state.waiting} job(s) waiting for one`,
     ];
+  if (state.running >= bounds.total) {
+    const tail = state.running - state.generating - state.waiting;
+    return ['full', `${state.running} jobs admitted (${tail} finishing their scoring)`];
+  }
   return null;
 }
 

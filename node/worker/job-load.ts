@@ -1,6 +1,8 @@
 /** What one admitted job is doing at the moment (kept by the executor, read for the advert's load). */
 export interface JobActivity {
-  /** Its samples are still being generated (requests at, or waiting for, the model server). */
+  /** It waits for a job slot to start generating (the node keeps one such job: placement/room.ts). */
+  waiting: boolean;
+  /** It holds a job slot: its samples are being generated (requests at, or waiting for, the model server). */
   generating: boolean;
   /** Its samples being scored in the sandbox now. */
   scoring: number;
@@ -8,43 +10,51 @@ export interface JobActivity {
   waitingToScore: number;
 }
 
-/** A fresh job: generation starts at once. */
+/** A fresh job: it waits for a job slot (taken at once when one is free). */
 export function newActivity(): JobActivity {
-  return { generating: true, scoring: 0, waitingToScore: 0 };
+  return { waiting: true, generating: false, scoring: 0, waitingToScore: 0 };
 }
 
-/** A job is queued when nothing of it runs: every sample it still has waits for a scoring slot. */
+/**
+ * A job is queued when nothing of it runs: it waits for a job slot, or every sample it still has
+ * waits for a scoring slot.
+ */
 export function isQueued(a: JobActivity): boolean {
-  return !a.generating && a.scoring === 0 && a.waitingToScore > 0;
+  return a.waiting || (!a.generating && a.scoring === 0 && a.waitingToScore > 0);
 }
 
 /** The advert's load (protocol/advert.ts `load`). */
 export interface JobLoad {
-  /** Jobs waiting for a scoring slot with nothing in progress. */
+  /** Jobs with nothing in progress: waiting for a job slot, or for a scoring slot. */
   queued: number;
   /** Jobs generating or scoring. */
   running: number;
   /** Of the running jobs, those generating: each holds one of the node's job slots. */
   generating: number;
+  /** Of the queued jobs, those waiting for a job slot to generate. */
+  waiting: number;
   /** Job slots offered (jobs generating at once). */
   capacity: number;
 }
 
 /**
- * The advert's load from the admitted jobs: `queued` jobs wait for a scoring slot with nothing in
- * progress, `running` ones generate or score; queued + running is every admitted job (what placement
- * counts), `generating` the ones holding a job slot. `capacity` is the job slots offered.
+ * The advert's load from the admitted jobs: `queued` jobs have nothing in progress (`waiting` of them
+ * for a job slot, the others for a scoring slot), `running` ones generate or score; queued + running
+ * is every admitted job (what placement counts), `generating` the ones holding a job slot.
+ * `capacity` is the job slots offered.
  */
 export function jobLoad(jobs: Iterable<JobActivity>, capacity: number): JobLoad {
   let queued = 0;
   let running = 0;
   let generating = 0;
+  let waiting = 0;
   for (const a of jobs) {
     if (isQueued(a)) queued++;
     else running++;
     if (a.generating) generating++;
+    if (a.waiting) waiting++;
   }
-  return { queued, running, generating, capacity };
+  return { queued, running, generating, waiting, capacity };
 }
 
 /**

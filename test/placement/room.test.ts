@@ -6,14 +6,19 @@ import {
   fleetFreeSlots,
   freeSlots,
   indexFleet,
+  jobBounds,
   loadOf,
   type RoomContext,
   withRoom,
 } from '../../placement/room.ts';
 import { advert, fleetNode } from '../helpers/adverts.ts';
 
+/** A node that keeps no job waiting for a slot (it does not report `waiting`, as before that was added). */
 const node = (peerId: string, capacity: number, running = 0, generating = running, queued = 0) =>
   fleetNode(advert(peerId, { load: { queued, running, generating, capacity } }));
+/** A node that reports `waiting`, and so keeps one job waiting for a slot. */
+const queuing = (capacity: number, running = 0, generating = running, queued = 0, waiting = 0) =>
+  fleetNode(advert('a', { load: { queued, running, generating, waiting, capacity } }));
 
 function context(overrides: Partial<RoomContext> & { nodes?: ReturnType<typeof node>[] } = {}): RoomContext {
   const { nodes = [node('a', 4), node('b', 2), node('c', 1)], ...rest } = overrides;
@@ -45,7 +50,7 @@ describe('room', () => {
     expect(fleetFreeSlots(ctx)).toBe(3);
   });
 
-  it('counts generation slots: a job past generation frees its slot, and each slot holds one such job besides', () => {
+  it('counts generation slots: a job past generation frees its slot, and each slot holds one such job besides (no waiting job on a node that does not report `waiting`)', () => {
     const own = (jobs: number, generating: number) => ({ jobs, generating, models: ['m'] });
     const at = (n: ReturnType<typeof node>, mine?: NodeOutstanding) =>
       freeSlots('a', context({ nodes: [n], outstanding: new Map(mine ? [['a', mine]] : []) }));
@@ -62,6 +67,32 @@ describe('room', () => {
     expect(at(node('a', 2, 1, 1), own(1, 0))).toBe(1);
     // The larger of the two counts, never their sum (the advert includes this submitter's jobs).
     expect(at(node('a', 2, 2, 1), own(2, 1))).toBe(1);
+  });
+
+  it('keeps one job waiting for a slot on a node that reports `waiting`, within the same bounds', () => {
+    expect(jobBounds(2, true)).toEqual({ generation: 3, total: 5 });
+    expect(jobBounds(2, false)).toEqual({ generation: 2, total: 4 });
+    expect(jobBounds(0, true)).toEqual({ generation: 0, total: 0 });
+    const own = (jobs: number, generating: number) => ({ jobs, generating, models: ['m'] });
+    const at = (n: ReturnType<typeof node>, mine?: NodeOutstanding) =>
+      freeSlots('a', context({ nodes: [n], outstanding: new Map(mine ? [['a', mine]] : []) }));
+    // 2 slots + 1 waiting: this submitter's jobs not yet generated (generating or waiting) count against 3.
+    expect(at(queuing(2), own(2, 2))).toBe(1);
+    expect(at(queuing(2), own(3, 3))).toBe(0);
+    expect(at(queuing(2), own(2, 1))).toBe(2);
+    // At most 2 × slots + 1 jobs in all.
+    expect(at(queuing(2), own(2, 0))).toBe(3);
+    expect(at(queuing(2), own(4, 1))).toBe(1);
+    expect(at(queuing(2), own(5, 0))).toBe(0);
+    // Other submitters' jobs, from the advert: a waiting one is queued, and takes the waiting place.
+    expect(at(queuing(2, 2, 2, 1, 1))).toBe(0);
+    expect(at(queuing(2, 2, 2))).toBe(1);
+    expect(at(queuing(2, 1, 1, 1, 1))).toBe(1);
+    // The larger of the two counts, never their sum (the advert includes this submitter's jobs).
+    expect(at(queuing(2, 2, 2, 1, 1), own(3, 3))).toBe(0);
+    expect(at(queuing(2, 2, 1), own(2, 1))).toBe(2);
+    // No slots (paused), no waiting job either.
+    expect(at(queuing(0))).toBe(0);
   });
 
   it('takes the load a job message reported over the advert when it is as new or newer (the node’s clock)', () => {

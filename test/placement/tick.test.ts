@@ -29,13 +29,18 @@ function referenceTick(
     if ((room.busyUntil.get(peerId) ?? 0) > now) return false;
     const node = nodes.find((n) => n.advert.peerId === peerId);
     if (!node) return false;
-    // Generation slots (placement/room.ts): a job past generation frees its slot, up to as many again.
+    // Generation slots (placement/room.ts): a job past generation frees its slot, up to as many again;
+    // a node that reports `waiting` keeps one job waiting for a slot besides.
     const own = book.outstanding().get(peerId);
     const { load } = node.advert;
     const jobs = Math.max(own?.jobs ?? 0, load.queued + load.running);
     if (!room.proven.has(peerId) && peerId !== room.selfPeerId) return jobs < Math.min(1, load.capacity);
-    const generating = Math.max(own?.generating ?? 0, load.generating ?? load.running);
-    return generating < load.capacity && jobs < 2 * load.capacity;
+    const generating = Math.max(
+      own?.generating ?? 0,
+      (load.generating ?? load.running) + (load.waiting ?? 0),
+    );
+    const extra = load.waiting !== undefined && load.capacity > 0 ? 1 : 0;
+    return generating < load.capacity + extra && jobs < 2 * load.capacity + extra;
   };
   const withRoom = (p: Extract<Placement, { ok: true }>) =>
     p.ranked
@@ -78,11 +83,15 @@ function scenario(seed: number) {
   const nodes = Array.from({ length: n }, (_, i) => {
     const capacity = Math.floor(rand() * 5);
     const running = Math.floor(rand() * (capacity + 1));
-    // Some nodes advertise how many of their running jobs generate (older ones do not).
+    // Some nodes advertise how many of their running jobs generate (older ones do not), and of
+    // those some how many of their queued jobs wait for a slot (older ones do not).
+    const queued = Math.floor(rand() * 2);
     const generating = rand() < 0.5 ? { generating: Math.floor(rand() * (running + 1)) } : {};
+    const waiting =
+      'generating' in generating && rand() < 0.5 ? { waiting: Math.floor(rand() * (queued + 1)) } : {};
     return fleetNode(
       advert(`n${i}`, {
-        load: { queued: Math.floor(rand() * 2), running, ...generating, capacity },
+        load: { queued, running, ...generating, ...waiting, capacity },
         models: rand() < 0.8 ? [model()] : [model({ id: 'other' })],
         workspaces: rand() < 0.8 ? [WS] : [WS_B],
         sandbox: { backend: 'bwrap', ok: rand() < 0.95 },

@@ -112,13 +112,14 @@ describe('job protocol schemas', () => {
     for (const m of [
       generated,
       { ...generated, load },
+      { ...generated, load: { ...load, queued: 1, waiting: 1 } },
       { type: 'end', jobId: 'j', status: 'done', load },
       { type: 'end', jobId: 'j', status: 'failed', reason: 'cancelled', message: 'cancelled', load },
     ])
       expect(WorkerMessage.parse(m)).toEqual(m);
-    const bad = { ...generated, load: { ...load, generating: -1, at: 'now' } };
+    const bad = { ...generated, load: { ...load, generating: -1, waiting: 0.5, at: 'now' } };
     expect(fields(() => parseWith(WorkerMessage, bad, 'w'))).toEqual(
-      expect.arrayContaining(['load.generating', 'load.at']),
+      expect.arrayContaining(['load.generating', 'load.waiting', 'load.at']),
     );
     const noCapacity = { type: 'end', jobId: 'j', status: 'done', load: { ...load, capacity: undefined } };
     expect(fields(() => parseWith(WorkerMessage, noCapacity, 'w'))).toEqual(['load.capacity']);

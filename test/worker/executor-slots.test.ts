@@ -34,22 +34,31 @@ function models(): ModelService {
   } as unknown as ModelService;
 }
 
-/** A model service that answers each sample only when the test calls `next()`. */
+/** A model service that answers each sample only when the test calls `next()` (calls made early count). */
 function steppedModels() {
   const instant = fakeModels();
-  let step: () => void = () => {};
+  let credits = 0;
+  let wake: () => void = () => {};
   const models = {
     adapterFor: () => ({}),
     async *generate(request: never) {
       for await (const sample of instant.generate(request)) {
-        await new Promise<void>((r) => {
-          step = r;
-        });
+        while (credits === 0)
+          await new Promise<void>((r) => {
+            wake = r;
+          });
+        credits--;
         yield sample;
       }
     },
   } as unknown as ModelService;
-  return { models, next: () => step() };
+  return {
+    models,
+    next: () => {
+      credits++;
+      wake();
+    },
+  };
 }
 
 async function setup(scorer: Scorer, maxJobs: number, service: ModelService = models()) {
@@ -83,44 +92,76 @@ function runJob(executor: JobExecutor, origin: string, task: Task) {
 
 const generatedCount = (messages: WorkerMessage[]) => messages.filter((m) => m.type === 'generated').length;
 
+const load = (queued: number, running: number, generating: number, waiting: number) => ({
+  queued,
+  running,
+  generating,
+  waiting,
+  capacity: 1,
+});
+
 describe('job slots are generation slots', () => {
-  it('takes the next job while the last one scores, up to maxJobs more, and refuses beyond', async () => {
+  it('takes the next job while the last one scores, up to maxJobs more and one waiting, and refuses beyond', async () => {
     const held = heldScorer();
     const { executor, origin, loadChanges } = await setup(held.scorer, 1);
     const a = runJob(executor, origin, sampleTask('t-a'));
     await until(() => generatedCount(a.messages) === 2, 'job a generated');
-    expect(executor.load()).toEqual({ queued: 0, running: 1, generating: 0, capacity: 1 });
-    // accepted, then generation done: the advert learns of both.
-    expect(loadChanges()).toBe(2);
+    expect(executor.load()).toEqual(load(0, 1, 0, 0));
+    // accepted, its slot taken, generation done: the advert learns of each.
+    expect(loadChanges()).toBe(3);
 
     const b = runJob(executor, origin, sampleTask('t-b'));
     await until(() => generatedCount(b.messages) === 2, 'job b generated');
     expect(b.messages[0]).toMatchObject({ type: 'accepted' });
     // Two jobs in the sandbox, none generating: a's samples hold both scoring slots, b's wait for one.
-    expect(executor.load()).toEqual({ queued: 1, running: 1, generating: 0, capacity: 1 });
+    expect(executor.load()).toEqual(load(1, 1, 0, 0));
 
-    const c = await runJob(executor, origin, sampleTask('t-c')).done;
-    expect(c).toEqual([expect.objectContaining({ type: 'refused', reason: 'full' })]);
-    expect(c[0]).toMatchObject({ message: '2 jobs admitted (2 finishing their scoring)' });
+    // The bound on a one-slot node: 1 generating + 1 finishing its scoring + 1 waiting, in any mix.
+    const c = runJob(executor, origin, sampleTask('t-c'));
+    await until(() => generatedCount(c.messages) === 2, 'job c generated');
+    const d = await runJob(executor, origin, sampleTask('t-d')).done;
+    expect(d).toEqual([expect.objectContaining({ type: 'refused', reason: 'full' })]);
+    expect(d[0]).toMatchObject({ message: '3 jobs admitted (3 finishing their scoring)' });
 
     held.release();
-    for (const job of [a, b]) expect((await job.done).at(-1)).toMatchObject({ type: 'end', status: 'done' });
-    expect(executor.load()).toEqual({ queued: 0, running: 0, generating: 0, capacity: 1 });
-    const d = await runJob(executor, origin, sampleTask('t-d')).done;
-    expect(d.at(-1)).toMatchObject({ type: 'end', status: 'done' });
+    for (const job of [a, b, c])
+      expect((await job.done).at(-1)).toMatchObject({ type: 'end', status: 'done' });
+    expect(executor.load()).toEqual(load(0, 0, 0, 0));
+    const e = await runJob(executor, origin, sampleTask('t-e')).done;
+    expect(e.at(-1)).toMatchObject({ type: 'end', status: 'done' });
   });
 
-  it('a job still generating holds its slot: the next job is refused until it is over', async () => {
+  it('a job still generating holds its slot: one more job waits for it, the next is refused', async () => {
     const held = heldScorer();
     const { executor, origin } = await setup(held.scorer, 1);
     const a = runJob(executor, origin, sampleTask('t-stall', 'stall'));
     await until(() => generatedCount(a.messages) === 1, 'job a generating');
-    expect(executor.load()).toEqual({ queued: 0, running: 1, generating: 1, capacity: 1 });
-    const b = await runJob(executor, origin, sampleTask('t-b')).done;
-    expect(b).toEqual([
-      expect.objectContaining({ type: 'refused', reason: 'full', message: '1 of 1 job slots busy' }),
+    expect(executor.load()).toEqual(load(0, 1, 1, 0));
+    const b = runJob(executor, origin, sampleTask('t-b'));
+    await until(() => b.messages.length === 1, 'job b accepted');
+    expect(b.messages).toEqual([expect.objectContaining({ type: 'accepted' })]);
+    expect(executor.load()).toEqual(load(1, 1, 1, 1));
+    const c = await runJob(executor, origin, sampleTask('t-c')).done;
+    expect(c).toEqual([
+      expect.objectContaining({
+        type: 'refused',
+        reason: 'full',
+        message: '1 of 1 job slots busy, 1 job(s) waiting for one',
+      }),
     ]);
+    // The waiting job, cancelled, ends without generating anything and leaves the slot as it was.
+    await b.cancel();
+    expect((await b.done).map((m) => m.type)).toEqual(['accepted', 'end']);
+    expect(b.messages.at(-1)).toMatchObject({ status: 'failed', reason: 'cancelled' });
+    expect(executor.load()).toEqual(load(0, 1, 1, 0));
+    // The stalled job, cancelled (its first sample's scoring let through), hands its slot to the next.
+    await a.cancel();
     held.release();
+    await a.done;
+    expect((await runJob(executor, origin, sampleTask('t-d')).done).at(-1)).toMatchObject({
+      type: 'end',
+      status: 'done',
+    });
   });
 
   it('frees the slot before it sends the last generated message (a submitter may place at once)', async () => {
@@ -142,4 +183,31 @@ describe('job slots are generation slots', () => {
       { type: 'generated', generating: 0 },
     ]);
   });
+
+  it('a waiting job takes the slot the moment the job before it has generated its samples', async () => {
+    const held = heldScorer();
+    const stepped = steppedModels();
+    const { executor, origin } = await setup(held.scorer, 1, stepped.models);
+    const a = executor.local();
+    await a.send(jobRequest(sampleTask('t-a'), origin, [0, 1], 2));
+    expect(await a.read()).toMatchObject({ type: 'accepted' });
+    const b = localJob(executor, jobRequest(sampleTask('t-b'), origin, [0, 1], 2));
+    await until(() => b.messages.length === 1, 'job b accepted');
+    expect(executor.load()).toMatchObject({ generating: 1, waiting: 1 });
+    stepped.next();
+    expect(await a.read()).toMatchObject({ type: 'generated' });
+    expect(executor.load()).toMatchObject({ generating: 1, waiting: 1 });
+    stepped.next();
+    // Job a's last sample: job b holds the slot by the time the message arrives.
+    expect(await a.read()).toMatchObject({ type: 'generated' });
+    expect(executor.load()).toMatchObject({ generating: 1, waiting: 0 });
+    await until(() => b.messages.length === 1, 'job b still has no sample');
+    stepped.next();
+    await until(() => generatedCount(b.messages) === 1, 'job b generating');
+    stepped.next();
+    held.release();
+    expect((await b.done).at(-1)).toMatchObject({ type: 'end', status: 'done' });
+    a.abort(new Error('test over'));
+  });
 });
+

@@ -22,24 +22,34 @@ function gate() {
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
+/** A job past generation with nothing left in the sandbox. */
+const idle = { waiting: false, generating: false, scoring: 0, waitingToScore: 0 } as const;
 
 describe('job load', () => {
   it('counts every admitted job once: queued + running = jobs; generating ones hold a slot', () => {
     const a = newActivity();
-    const b = { generating: false, scoring: 0, waitingToScore: 2 };
-    const c = { generating: false, scoring: 1, waitingToScore: 3 };
-    const d = { generating: true, scoring: 0, waitingToScore: 4 };
-    expect(jobLoad([a, b, c, d], 4)).toEqual({ queued: 1, running: 3, generating: 2, capacity: 4 });
-    expect(jobLoad([], 2)).toEqual({ queued: 0, running: 0, generating: 0, capacity: 2 });
+    const b = { ...idle, waitingToScore: 2 };
+    const c = { ...idle, scoring: 1, waitingToScore: 3 };
+    const d = { ...idle, generating: true, waitingToScore: 4 };
+    const e = { ...idle, generating: true };
+    expect(jobLoad([a, b, c, d, e], 4)).toEqual({
+      queued: 2,
+      running: 3,
+      generating: 2,
+      waiting: 1,
+      capacity: 4,
+    });
+    expect(jobLoad([], 2)).toEqual({ queued: 0, running: 0, generating: 0, waiting: 0, capacity: 2 });
   });
 
-  it('a job is queued only while everything it has left waits for a scoring slot', () => {
-    expect(isQueued(newActivity())).toBe(false);
-    expect(isQueued({ generating: false, scoring: 0, waitingToScore: 1 })).toBe(true);
-    expect(isQueued({ generating: true, scoring: 0, waitingToScore: 1 })).toBe(false);
-    expect(isQueued({ generating: false, scoring: 1, waitingToScore: 1 })).toBe(false);
+  it('a job is queued only while it waits for a job slot, or everything it has left waits for a scoring slot', () => {
+    expect(isQueued(newActivity())).toBe(true);
+    expect(isQueued({ ...idle, generating: true })).toBe(false);
+    expect(isQueued({ ...idle, waitingToScore: 1 })).toBe(true);
+    expect(isQueued({ ...idle, generating: true, waitingToScore: 1 })).toBe(false);
+    expect(isQueued({ ...idle, scoring: 1, waitingToScore: 1 })).toBe(false);
     // Finished, about to report: nothing waits.
-    expect(isQueued({ generating: false, scoring: 0, waitingToScore: 0 })).toBe(false);
+    expect(isQueued(idle)).toBe(false);
   });
 
   it('two jobs, one scoring slot: the one waiting for the slot is queued until it gets it', async () => {
@@ -49,13 +59,13 @@ describe('job load', () => {
     const ga = gate();
     const gb = gate();
     const scoredA = trackScoring(a, slot, () => ga.opened.then(() => 'a'));
-    a.generating = false;
+    a.waiting = false;
     const scoredB = trackScoring(b, slot, () => gb.opened.then(() => 'b'));
-    b.generating = false;
+    b.waiting = false;
     await tick();
     expect([a, b]).toEqual([
-      { generating: false, scoring: 1, waitingToScore: 0 },
-      { generating: false, scoring: 0, waitingToScore: 1 },
+      { ...idle, scoring: 1 },
+      { ...idle, waitingToScore: 1 },
     ]);
     expect(jobLoad([a, b], 2)).toMatchObject({ queued: 1, running: 1, capacity: 2 });
     ga.open();
@@ -64,18 +74,18 @@ describe('job load', () => {
     expect(jobLoad([a, b], 2)).toMatchObject({ queued: 0, running: 2, capacity: 2 });
     gb.open();
     expect(await scoredB).toBe('b');
-    expect(b).toEqual({ generating: false, scoring: 0, waitingToScore: 0 });
+    expect(b).toEqual(idle);
   });
 
   it('a failed score, or a slot that fails before it starts, leaves the counts right', async () => {
-    const a = newActivity();
+    const a = { ...idle, generating: true };
     await expect(
       trackScoring(a, limiter(1), () => Promise.reject(new Error('box could not be set up'))),
     ).rejects.toThrow(/box could not be set up/);
-    expect(a).toEqual({ generating: true, scoring: 0, waitingToScore: 0 });
+    expect(a).toEqual({ ...idle, generating: true });
     const refusing = <T>(_fn: () => Promise<T>): Promise<T> => Promise.reject(new Error('aborted'));
     await expect(trackScoring(a, refusing, () => Promise.resolve(1))).rejects.toThrow(/aborted/);
-    expect(a).toEqual({ generating: true, scoring: 0, waitingToScore: 0 });
+    expect(a).toEqual({ ...idle, generating: true });
   });
 });
 
@@ -113,14 +123,14 @@ describe('the executor: two jobs on a node with one scoring slot', () => {
       // Job a holds the slot with a sample, job b has generated both and waits for it.
       await eventually(() => executor.load().running + executor.load().queued === 2, 'both jobs admitted');
       await tick();
-      expect(executor.load()).toEqual({ queued: 1, running: 1, generating: 0, capacity: 2 });
+      expect(executor.load()).toEqual({ queued: 1, running: 1, generating: 0, waiting: 0, capacity: 2 });
       // Let every score through, one at a time: the queued job runs, then both end.
       for (let done = 0; done < 4; done++) {
         await eventually(() => gates.length > done, `score ${done + 1} started`);
         gates[done]!();
       }
       await eventually(() => executor.load().running + executor.load().queued === 0, 'both jobs over');
-      expect(executor.load()).toEqual({ queued: 0, running: 0, generating: 0, capacity: 2 });
+      expect(executor.load()).toEqual({ queued: 0, running: 0, generating: 0, waiting: 0, capacity: 2 });
     } finally {
       for (const g of gates) g();
       await executor.stop();
