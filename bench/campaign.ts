@@ -1,6 +1,6 @@
 // End-to-end: a campaign through the mesh against calling the model server directly with the same
 // schedule (warm then fan out, the same number of jobs at once), in one run.
-//   npx node bench/campaign.ts [--tasks 24] [-k 4] [--rounds 3] [--score]
+//   npx node bench/campaign.ts [--tasks 24] [-k 4] [--rounds 3] [--jobs 2] [--score]
 // By default the emulated server's answers are all cut at max tokens (finish_reason length), which
 // score 0 without a sandbox run: the ratio is the cost of the mesh (placement, job streams, the
 // durable sample log, the campaign store), not of scoring. With --score the answers are a mix of
@@ -33,6 +33,7 @@ const { values } = parseArgs({
     tasks: { type: 'string' },
     k: { type: 'string', short: 'k', default: '4' },
     rounds: { type: 'string', default: '3' },
+    jobs: { type: 'string', default: '2' },
     score: { type: 'boolean', default: false },
   },
 });
@@ -41,7 +42,7 @@ const taskCount = Number(values.tasks ?? (scoring ? 12 : 24));
 const k = Number(values.k);
 const rounds = Number(values.rounds);
 /** Jobs at once, in both schedules: the worker's --max-jobs. */
-const JOBS = 2;
+const JOBS = Number(values.jobs);
 /** Samples scored at once in the direct schedule: the executor's default maxScoring. */
 const SCORING_SLOTS = 2;
 

@@ -35,7 +35,7 @@ export interface FleetOptions {
 
 export interface Fleet {
   readonly view: FleetView;
-  /** Publishes now if the node's description changed since the last advert. */
+  /** Publishes (on the next turn of the event loop) if the node's description changed since the last advert. */
   touch(): void;
   /** Peer ids and addresses of the members seen, for restarts. */
   knownPeers(): Record<string, string[]>;
@@ -77,6 +77,8 @@ export function createFleet(options: FleetOptions): Fleet {
   const delays: [number, number][] = [];
   let counter = 0;
   let lastBody = '';
+  // A touch() waiting for its turn (touch).
+  let touchPending = false;
   let stopped = false;
 
   const changed = () => options.onChange?.(view);
@@ -84,7 +86,11 @@ export function createFleet(options: FleetOptions): Fleet {
   const warmEncoder = createWarmEncoder();
 
   /** This node's advert now: whole (for its own view) and as sent (the warm list as a delta when it pays). */
-  function advertNow(leaving: boolean, wholeWarm: boolean): { whole: Advert; sent: Advert } {
+  function advertNow(
+    body: AdvertBody,
+    leaving: boolean,
+    wholeWarm: boolean,
+  ): { whole: Advert; sent: Advert } {
     counter += 1;
     const whole = fitAdvert({
       v: 1,
@@ -92,16 +98,16 @@ export function createFleet(options: FleetOptions): Fleet {
       seq: options.seqBase * SEQ_STRIDE + counter,
       sentAt: Date.now(),
       leaving,
-      ...options.describe(),
+      ...body,
     });
     const warm = warmEncoder.encode(whole.warm, leaving || wholeWarm);
     return { whole: { ...whole, warmRev: warm.warmRev }, sent: { ...whole, ...warm } };
   }
 
   /** Publishes the advert now (`wholeWarm`: the warm list whole, for a peer that just connected). */
-  async function publish(leaving = false, wholeWarm = false): Promise<void> {
-    const { whole, sent } = advertNow(leaving, wholeWarm);
-    lastBody = canonicalJson(options.describe());
+  async function publish(leaving = false, wholeWarm = false, body = options.describe()): Promise<void> {
+    const { whole, sent } = advertNow(body, leaving, wholeWarm);
+    lastBody = canonicalJson(body);
     if (!leaving) view.apply(whole, Date.now());
     try {
       await pubsub.publish(topic, encodeAdvert(sent));
@@ -246,7 +252,18 @@ export function createFleet(options: FleetOptions): Fleet {
   return {
     view,
     touch() {
-      if (!stopped && canonicalJson(options.describe()) !== lastBody) void publish();
+      if (stopped || touchPending) return;
+      // On a later turn, once: a change is often noticed on a job's critical path (a job slot freed,
+      // a warm answer just before its fan-out request), and describing, signing and publishing an
+      // advert costs a millisecond or more that the next model request must not wait for. Changes
+      // made in one turn share one advert.
+      touchPending = true;
+      setTimeout(() => {
+        touchPending = false;
+        if (stopped) return;
+        const body = options.describe();
+        if (canonicalJson(body) !== lastBody) void publish(false, false, body);
+      }, 0);
     },
     knownPeers() {
       return Object.fromEntries(known);

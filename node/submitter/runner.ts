@@ -30,7 +30,7 @@ import {
   type WorkerMessage,
 } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
-import { sleep, pause as wait } from '../async/sleep.ts';
+import { pause as wait } from '../async/sleep.ts';
 import { type Logger, logger } from '../logger.ts';
 import { metrics } from '../metrics.ts';
 import type { Framed } from '../wire/framed.ts';
@@ -258,8 +258,8 @@ function poke(run: Run): void {
 
 /** Ends the campaign (cancelled or done) once its streams wound down. */
 async function finish(run: Run): Promise<CampaignOutcome> {
-  // Let cancelled streams wind down before reporting.
-  while (run.streams.size > 0) await sleep(50);
+  // Let cancelled streams wind down before reporting (each stream's end pokes the loop's wait).
+  while (run.streams.size > 0) await nextRound(run);
   const status = run.options.signal?.aborted ? 'cancelled' : 'done';
   run.campaign.finish(status, Date.now());
   return outcome(run, status);

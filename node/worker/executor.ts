@@ -1,3 +1,4 @@
+import { setTimeout as afterIo } from 'node:timers/promises';
 import {
   DEFAULT_JOB_LEASE_MS,
   type JobRequest,
@@ -514,7 +515,13 @@ function scoreAndRecord(
   sample: Sample,
 ): Promise<void> {
   const { signal } = work.abort;
-  return scoreSample(x, work, index, sample)
+  // After a 0 ms timer: the model request this sample makes way for (the job's fan-out after its
+  // warm-up, the next job's first request) leaves first, then the scoring's synchronous part (a
+  // sandbox spawn; for an unscorable sample, the log's durable, signed write). undici writes a
+  // fetch's bytes one event-loop turn after the call, so a setImmediate would still run in front of
+  // it (measured: 15 ms per request before, 3 ms after; test/worker/executor-slots.test.ts).
+  return afterIo(0)
+    .then(() => scoreSample(x, work, index, sample))
     .finally(() => pass.inSandbox.delete(index))
     .then((body) => recordSample(x, work, body))
     .catch((err: JobError) => {

@@ -13,7 +13,14 @@ import type { WorkerMessage } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { seededSigner } from '../helpers/digests.ts';
-import { fakeModels, heldScorer, localJob, stallingModels, until } from '../helpers/fake-worker.ts';
+import {
+  fakeModels,
+  fakeScorer,
+  heldScorer,
+  localJob,
+  stallingModels,
+  until,
+} from '../helpers/fake-worker.ts';
 import { jobRequest, sampleTask } from '../helpers/samples.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -211,3 +218,50 @@ describe('job slots are generation slots', () => {
   });
 });
 
+/** Resolves after `n` promise hops (microtasks), as a chain of awaits does. */
+async function afterHops(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await undefined;
+}
+
+/**
+ * A model service that, like the real adapter, starts its next request as it hands a sample over: a
+ * dozen promise hops later (its queue's and the openai client's awaits), and undici writes the request's bytes one event-loop
+ * turn after that (a setImmediate; measured with a server in another process). `sent()` counts the
+ * requests written so far.
+ */
+function requestingModels() {
+  const instant = fakeModels();
+  let sent = 0;
+  const models = {
+    adapterFor: () => ({}),
+    async *generate(request: never) {
+      for await (const sample of instant.generate(request)) {
+        void afterHops(10).then(() => setImmediate(() => sent++));
+        yield sample;
+      }
+    },
+  } as unknown as ModelService;
+  return { models, sent: () => sent };
+}
+
+describe('a sample makes way for the model request that follows it', () => {
+  it('scoring starts only once the request started as the sample came has been written', async () => {
+    const requesting = requestingModels();
+    const seen: number[] = [];
+    const inner = fakeScorer();
+    const scorer: Scorer = {
+      ...inner,
+      score: (request) => {
+        seen.push(requesting.sent());
+        return inner.score(request);
+      },
+    };
+    const { executor, origin } = await setup(scorer, 1, requesting.models);
+    const answers = await localJob(executor, jobRequest(sampleTask('t-a'), origin, [0, 1, 2], 3)).done;
+    expect(answers.at(-1)).toMatchObject({ type: 'end', status: 'done' });
+    // Each sample's scoring (a sandbox spawn; for an unscorable one, the log's synchronous durable
+    // write) began after the request its arrival started had left, not in front of it.
+    expect(seen).toHaveLength(3);
+    for (const [i, sent] of seen.entries()) expect(sent).toBeGreaterThan(i);
+  });
+});
