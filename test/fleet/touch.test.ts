@@ -5,8 +5,7 @@
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import { peerIdFromPrivateKey } from '@libp2p/peer-id';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AdvertBody } from '../../node/fleet/adverts.ts';
-import { decodeAdvert } from '../../node/fleet/adverts.ts';
+import { type AdvertBody, decodeAdvert } from '../../node/fleet/adverts.ts';
 import { createFleet, type Fleet } from '../../node/fleet/fleet.ts';
 import type { Host } from '../../node/fleet/host.ts';
 import { until } from '../helpers/fake-worker.ts';
@@ -85,8 +84,10 @@ describe('the advert on change', () => {
   it('is published on a later turn, once for the changes made in one turn, with the last of them', async () => {
     let running = 0;
     const { fleet, published, peerId } = await lone(() => bodyWith(running));
-    for (running = 1; running <= 3; running++) fleet.touch();
-    running = 3;
+    for (const n of [1, 2, 3]) {
+      running = n;
+      fleet.touch();
+    }
     // Nothing is described, signed or sent in the caller's turn.
     expect(published).toHaveLength(1);
     await until(() => published.length === 2, 'the advert of the change');
