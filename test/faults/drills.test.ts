@@ -14,11 +14,20 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sampleId } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
-import { mineLedger, type RunJson, writeTasks } from '../helpers/campaign.ts';
+import { MODEL, mineLedger, type RunJson, writeTasks } from '../helpers/campaign.ts';
 import { Sandbox, vtnode } from '../helpers/cli.ts';
 import { collectorStatus } from '../helpers/collect.ts';
-import { COLLECTORS, campaignResult, DrillFleet, type Fleet, HOSTS, poll } from '../helpers/drill-fleet.ts';
+import {
+  CAMPAIGN_SEED,
+  COLLECTORS,
+  campaignResult,
+  DrillFleet,
+  type Fleet,
+  HOSTS,
+  poll,
+} from '../helpers/drill-fleet.ts';
 import { type DatasetSample, datasetSamples } from '../helpers/load-fleet.ts';
 import { canCreateNetworks, createTestNetwork, type TestNetwork } from '../helpers/netns.ts';
 
@@ -176,15 +185,18 @@ async function busyHost(hosts: number[], run: { child: { exitCode: number | null
 const reference = {
   /** Sample id → "content reward". */
   content: new Map<string, string>(),
-  /** Sample id → task id. */
-  task: new Map<string, string>(),
   export: {} as Record<string, string>,
 };
 
-/** The reference's sample ids of `tasks`. */
-function referenceIdsOf(tasks: Task[]): Set<string> {
-  const ids = new Set(tasks.map((t) => t.id));
-  return new Set([...reference.task].filter(([, task]) => ids.has(task)).map(([id]) => id));
+/**
+ * The sample ids a campaign of `tasks` plans (sample ids are deterministic from task, model, index and
+ * seed): what the collectors must hold before anything is read from them. Never derived from what a
+ * collector holds at some instant, which may still lack a body in flight.
+ */
+function plannedIds(tasks: Task[]): Set<string> {
+  return new Set(
+    tasks.flatMap((t) => Array.from({ length: K }, (_, i) => sampleId(t.id, MODEL, i, CAMPAIGN_SEED))),
+  );
 }
 let fleet: Fleet;
 
@@ -202,11 +214,14 @@ describe.skipIf(!enabled)('fault drills across six hosts (network namespaces)', 
           log(
             `reference campaign done in ${((Date.now() - t) / 1000).toFixed(0)} s: ${json.samples.scored} samples`,
           );
-          const rows = datasetSamples(f.datasets.get(COLLECTORS[0])!);
-          reference.content = contentById(rows);
-          for (const r of rows) reference.task.set(r.sampleId, r.taskId);
-          expect(reference.content.size).toBe((tasksA.length + tasksB.length) * K);
-          await collectorsHold(f, new Set(reference.content.keys()), 'the reference samples');
+          // Both collectors hold every planned sample (bodies fetched, nothing pending) before the
+          // reference is read: the campaign is done when the workers have scored, not when the last
+          // body reached the collectors.
+          const planned = plannedIds([...tasksA, ...tasksB]);
+          await collectorsHold(f, planned, `the reference's ${planned.size} samples`);
+          reference.content = contentById(datasetSamples(f.datasets.get(COLLECTORS[0])!));
+          expect([...reference.content.keys()].sort()).toEqual([...planned].sort());
+          expect(contentById(datasetSamples(f.datasets.get(COLLECTORS[1])!))).toEqual(reference.content);
           reference.export = await exportBoth(f);
         } finally {
           await drill.stopFleet(f);
@@ -275,8 +290,7 @@ describe.skipIf(!enabled)('fault drills across six hosts (network namespaces)', 
         expect(beforeHeal.completed).toBeGreaterThan(atCut.completed);
         expect(f.procs[stopped]!.child.exitCode).toBeNull();
         // Both collectors, the restarted one too, hold every sample of the campaign.
-        const wantA = referenceIdsOf(tasksA);
-        expect(wantA.size).toBe(tasksA.length * K);
+        const wantA = plannedIds(tasksA);
         await collectorsHold(f, wantA, `campaign net's ${wantA.size} samples`);
         log('net: both collectors hold every sample of the campaign');
       }),
@@ -328,7 +342,7 @@ describe.skipIf(!enabled)('fault drills across six hosts (network namespaces)', 
         log(`models: host ${garbageHost}'s model server answered ${garbage} chat requests with garbage`);
         expect(garbage).toBeGreaterThan(0);
         drill.modelServers.get(applied.get('hangs')!.host)!.child.kill('SIGCONT');
-        await collectorsHold(f, referenceIdsOf(tasksB), `campaign models' ${tasksB.length * K} samples`);
+        await collectorsHold(f, plannedIds(tasksB), `campaign models' ${tasksB.length * K} samples`);
         log('models: both collectors hold every sample of the campaign');
       }),
     420_000,
@@ -339,7 +353,7 @@ describe.skipIf(!enabled)('fault drills across six hosts (network namespaces)', 
     () =>
       step('final', async () => {
         const f = fleet;
-        const want = new Set(reference.content.keys());
+        const want = plannedIds([...tasksA, ...tasksB]);
         await collectorsHold(f, want, 'every reference sample');
         const statuses = await Promise.all(COLLECTORS.map((h) => collectorStatus(f.dirs[h]!)));
         await poll(

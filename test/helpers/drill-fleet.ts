@@ -27,6 +27,8 @@ export const WORKERS = [0, 1, 2, 3] as const;
 export const COLLECTORS = [4, 5] as const;
 /** Port of each worker host's model server (on its loopback). */
 export const MODEL_PORT = 8080;
+/** The seed of every drill campaign (sample ids depend on it): see runCampaign. */
+export const CAMPAIGN_SEED = 1;
 
 export interface DrillFleetOptions {
   /** Tracks processes and temp dirs. */
@@ -207,7 +209,7 @@ export class DrillFleet {
     const args = ['run', '--data-dir', f.dirs[SUBMITTER]!, '--tasks', tasksFile, '--model', MODEL];
     // One seed for every campaign of a drill: the drilled dataset is compared with the reference run's
     // sample by sample, and sample ids depend on the seed (each campaign would get its own otherwise).
-    const seed = extra.includes('--seed') ? [] : ['--seed', '1'];
+    const seed = extra.includes('--seed') ? [] : ['--seed', String(CAMPAIGN_SEED)];
     args.push('--split', 'all', '-k', String(k), '--campaign', campaign, '--json', ...seed, ...extra);
     return this.o.box.spawn(args, { VTNODE_DEBUG: '' }, this.o.net.exec(SUBMITTER));
   }
