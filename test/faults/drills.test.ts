@@ -14,7 +14,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sampleId } from '../../protocol/job.ts';
+import { sampleId, sampleSeed } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import { MODEL, mineLedger, type RunJson, writeTasks } from '../helpers/campaign.ts';
 import { Sandbox, vtnode } from '../helpers/cli.ts';
@@ -190,12 +190,15 @@ const reference = {
 
 /**
  * The sample ids a campaign of `tasks` plans (sample ids are deterministic from task, model, index and
- * seed): what the collectors must hold before anything is read from them. Never derived from what a
- * collector holds at some instant, which may still lack a body in flight.
+ * the sample's seed, the campaign's seed base + index): what the collectors must hold before anything
+ * is read from them. Never derived from what a collector holds at some instant, which may still lack
+ * a body in flight.
  */
 function plannedIds(tasks: Task[]): Set<string> {
   return new Set(
-    tasks.flatMap((t) => Array.from({ length: K }, (_, i) => sampleId(t.id, MODEL, i, CAMPAIGN_SEED))),
+    tasks.flatMap((t) =>
+      Array.from({ length: K }, (_, i) => sampleId(t.id, MODEL, i, sampleSeed(CAMPAIGN_SEED, i))),
+    ),
   );
 }
 let fleet: Fleet;
