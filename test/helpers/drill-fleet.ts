@@ -186,7 +186,11 @@ export class DrillFleet {
         fleet.peers[h] = node.peerId;
       }
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n${this.tails(fleet)}`);
+      // A fleet that never got ready is not left running: its processes would load the machine for
+      // every later test (and outlive the run).
+      const tails = this.tails(fleet);
+      await this.stopFleet(fleet);
+      throw new Error(`${(err as Error).message}\n${tails}`);
     }
     this.o.log(`fleet ${name} ready: ${fleet.peers.map((p, h) => `h${h}=${p.slice(-6)}`).join(' ')}`);
     return fleet;
