@@ -19,12 +19,13 @@ afterAll(async () => {
 });
 
 const stored: StoredReference = {
-  v: 2,
+  v: 3,
   contentHash: 'abc',
   verdict: { cases: [{ file: 't.test.js', name: 'a', status: 'passed' }], errors: [] },
   sentinels: [['t.test.js', { ok: false, problem: 'x' }]],
   exitDisagreement: null,
   failure: null,
+  time: { wallMs: 1200, cpuMs: 900 },
 };
 
 describe('reference cache', () => {
