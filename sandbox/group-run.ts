@@ -259,6 +259,8 @@ function startSampler(
   const monitors = opts.monitors ?? [];
   const exact = monitors.find((m) => m.cpuMs)?.cpuMs;
   let waited: CpuWait | null = null;
+  /** The run's wall time just before `waited` was read (the wait only grows: offered time is not overstated). */
+  let waitedAt = 0;
   const readWait = async () => {
     for (const m of monitors) {
       const w = await m.cpuWait?.().catch(() => null);
@@ -273,7 +275,10 @@ function startSampler(
     }
     const cpu = exact ? await exact().catch(() => 0) : procs ? sampledCpuMs(procs) : 0;
     usage.cpuMs = Math.max(usage.cpuMs, cpu);
-    if (opts.hang) waited = await readWait();
+    if (opts.hang) {
+      waitedAt = performance.now() - started;
+      waited = await readWait();
+    }
     for (const m of monitors) {
       const limit = await m.exceeded?.(procs).catch(() => null);
       if (limit) return limit;
@@ -286,9 +291,7 @@ function startSampler(
     while (running) {
       const procs = opts.members ? await opts.members(child).catch(() => null) : null;
       const limit = await poll(procs);
-      const hang = opts.hang
-        ? overrun(opts, opts.hang, performance.now() - started, usage.cpuMs, waited)
-        : null;
+      const hang = opts.hang ? overrun(opts, opts.hang, waitedAt, usage.cpuMs, waited) : null;
       if (limit) stop({ cause: 'limit', limit });
       else if (usage.cpuMs > opts.cpuMs) stop({ cause: 'cpu' });
       else if (hang?.verdict === 'timeout') stop({ cause: 'hang', verdict: hang });
