@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Limits, ProcessLimits } from './limits.ts';
+import type { OverrunVerdict, ReferenceTime } from './overrun.ts';
 
 /** Name of a confinement backend. */
 export type BackendName = 'bwrap' | 'seatbelt' | 'unconfined';
@@ -20,6 +21,12 @@ export interface RunSpec {
   env: Record<string, string>;
   /** Resource limits. */
   limits: Limits;
+  /**
+   * The reference's own time under the same tests: with `limits.hang`, the yardstick that makes a run
+   * which outlives it with a CPU on offer the candidate's timeout (sandbox/overrun.ts). Absent: the
+   * wall-clock backstop alone, and a run it ends is not judged.
+   */
+  reference?: ReferenceTime | undefined;
   /** Aborts the run: the whole group is killed. */
   signal?: AbortSignal;
 }
@@ -49,10 +56,15 @@ export interface RunResult {
   /** Signal that ended the command, if any. */
   signal: string | null;
   /**
-   * True when the wall-clock backstop killed the run and its CPU budget was not spent: the run waited
-   * or was starved by load. Not by itself the candidate's fault.
+   * True when the hang rule or the wall-clock backstop ended the run and its CPU budget was not spent:
+   * the run waited, looped or was starved by load. Whose fault it is says `overrun`.
    */
   timedOut: boolean;
+  /**
+   * The hang rule's verdict on a timed-out run with a reference (`timeout`: the candidate's, reward 0;
+   * `starved`: the host's, infrastructure); null (or absent) when not timed out or not judged.
+   */
+  overrun?: OverrunVerdict | null;
   /** True when the run spent more than its CPU budget (it was killed for it): the candidate's fault. */
   cpuExceeded: boolean;
   /**

@@ -1,8 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ExceededLimit, ResourceUsage, RunResult } from './confinement.ts';
+import type { ExceededLimit, ResourceUsage, RunResult, RunSpec } from './confinement.ts';
 import type { Limits } from './limits.ts';
 import { logger } from './log.ts';
+import {
+  type CpuWait,
+  type HangPolicy,
+  judgeOverrun,
+  type OverrunVerdict,
+  type ReferenceTime,
+} from './overrun.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 
 const log = logger('vtnode:sandbox:group-run');
@@ -15,6 +22,22 @@ export interface RunMonitor {
   cpuMs?(): Promise<number>;
   /** The limit the run has exceeded so far, given its live processes (null where unknown). */
   exceeded?(members: ProcInfo[] | null): Promise<ExceededLimit | null>;
+  /** Time the run has waited for a CPU so far (an upper bound), or null where this monitor cannot tell. */
+  cpuWait?(): Promise<CpuWait | null>;
+}
+
+/** The hang rule of one run (sandbox/overrun.ts): its yardstick and constants. */
+export interface HangRule {
+  /** The reference's own time under the same tests. */
+  reference: ReferenceTime;
+  policy: HangPolicy;
+}
+
+/** The hang rule of a run: its limits' policy with its reference's time, when it has both. */
+export function hangRule(spec: Pick<RunSpec, 'limits' | 'reference'>): HangRule | undefined {
+  return spec.limits.hang && spec.reference
+    ? { reference: spec.reference, policy: spec.limits.hang }
+    : undefined;
 }
 
 /** How to start one process group and how to find the processes that belong to it. */
@@ -49,6 +72,11 @@ export interface GroupRunOptions {
   monitors?: RunMonitor[];
   /** Sampling period for usage and monitors, milliseconds. */
   sampleMs?: number;
+  /**
+   * Ends a run as the candidate's timeout once it outlives its reference's yardstick with a CPU on offer,
+   * and judges a run the backstop ends (`overrun`); absent: a run the backstop ends is not judged.
+   */
+  hang?: HangRule | undefined;
 }
 
 /**
@@ -64,7 +92,10 @@ export function gatedArgv(argv: string[], env: Record<string, string>): string[]
 }
 
 /** Why the run was ended early; the first cause wins. */
-type Stop = { cause: 'wall' | 'cpu' | 'abort' | 'output' } | { cause: 'limit'; limit: ExceededLimit };
+type Stop =
+  | { cause: 'wall' | 'cpu' | 'abort' | 'output' }
+  | { cause: 'limit'; limit: ExceededLimit }
+  | { cause: 'hang'; verdict: OverrunVerdict };
 
 /** SIGKILLs the child's process group (gone already: nothing to do). */
 export function killGroup(child: ChildProcess): void {
@@ -217,10 +248,26 @@ function startSampler(
   child: ChildProcess,
   opts: GroupRunOptions,
   stop: (s: Stop) => void,
-): { usage: Omit<ResourceUsage, 'wallMs'>; finish(): Promise<ExceededLimit | null> } {
+  started: number,
+): {
+  usage: Omit<ResourceUsage, 'wallMs'>;
+  /** The last reading of the run's CPU wait (null where nothing tells). */
+  waited(): CpuWait | null;
+  finish(): Promise<ExceededLimit | null>;
+} {
   const usage = { cpuMs: 0, peakRssBytes: 0, peakProcesses: 0 };
   const monitors = opts.monitors ?? [];
   const exact = monitors.find((m) => m.cpuMs)?.cpuMs;
+  let waited: CpuWait | null = null;
+  /** The run's wall time just before `waited` was read (the wait only grows: offered time is not overstated). */
+  let waitedAt = 0;
+  const readWait = async () => {
+    for (const m of monitors) {
+      const w = await m.cpuWait?.().catch(() => null);
+      if (w) return w;
+    }
+    return null;
+  };
   const poll = async (procs: ProcInfo[] | null): Promise<ExceededLimit | null> => {
     if (procs && procs.length > 0) {
       usage.peakRssBytes = Math.max(usage.peakRssBytes, sum(procs, (p) => p.rssPages) * PAGE_SIZE);
@@ -228,6 +275,10 @@ function startSampler(
     }
     const cpu = exact ? await exact().catch(() => 0) : procs ? sampledCpuMs(procs) : 0;
     usage.cpuMs = Math.max(usage.cpuMs, cpu);
+    if (opts.hang) {
+      waitedAt = performance.now() - started;
+      waited = await readWait();
+    }
     for (const m of monitors) {
       const limit = await m.exceeded?.(procs).catch(() => null);
       if (limit) return limit;
@@ -240,13 +291,16 @@ function startSampler(
     while (running) {
       const procs = opts.members ? await opts.members(child).catch(() => null) : null;
       const limit = await poll(procs);
+      const hang = opts.hang ? overrun(opts, opts.hang, waitedAt, usage.cpuMs, waited) : null;
       if (limit) stop({ cause: 'limit', limit });
       else if (usage.cpuMs > opts.cpuMs) stop({ cause: 'cpu' });
+      else if (hang?.verdict === 'timeout') stop({ cause: 'hang', verdict: hang });
       await Promise.race([sleep(opts.sampleMs ?? 200), new Promise<void>((r) => (wake = r))]);
     }
   })();
   return {
     usage,
+    waited: () => waited,
     async finish() {
       running = false;
       wake();
@@ -256,6 +310,24 @@ function startSampler(
       return await poll([]);
     },
   };
+}
+
+/** The hang rule's verdict on a run that has used `wallMs` and `cpuMs` so far. */
+function overrun(
+  opts: GroupRunOptions,
+  hang: HangRule,
+  wallMs: number,
+  cpuMs: number,
+  waited: CpuWait | null,
+): OverrunVerdict {
+  return judgeOverrun({
+    wallMs,
+    cpuMs,
+    waited,
+    reference: hang.reference,
+    backstopMs: opts.wallMs,
+    policy: hang.policy,
+  });
 }
 
 /**
@@ -295,8 +367,12 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   const output = captureOutput(child, opts.outputBytes, () => stop({ cause: 'output' }));
   captureInfo(child, extra, opts.onInfo);
   if (gated) await openGate(child, opts.monitors ?? []);
-  const sampler = startSampler(child, opts, stop);
-  const timer = setTimeout(() => stop({ cause: 'wall' }), opts.wallMs);
+  const sampler = startSampler(child, opts, stop, started);
+  let wallAt = 0;
+  const timer = setTimeout(() => {
+    wallAt = performance.now() - started;
+    stop({ cause: 'wall' });
+  }, opts.wallMs);
   const onAbort = () => stop({ cause: 'abort' });
   if (opts.signal?.aborted) onAbort();
   else opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -315,6 +391,14 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   await closeStreams(child);
   const s = stopped as Stop | null;
   const cpuExceeded = s?.cause === 'cpu' || sampler.usage.cpuMs > opts.cpuMs;
+  const timedOut = (s?.cause === 'wall' || s?.cause === 'hang') && !cpuExceeded;
+  // The backstop's stop is judged on the final readings (exact CPU, the wait up to the end).
+  const judged =
+    s?.cause === 'hang'
+      ? s.verdict
+      : timedOut && opts.hang
+        ? overrun(opts, opts.hang, wallAt, sampler.usage.cpuMs, sampler.waited())
+        : null;
   log(
     `ended: exit ${exit.code} signal ${exit.signal} stopped ${JSON.stringify(s)} late ${lateLimit} ` +
       `cpu ${(opts.monitors ?? []).some((m) => m.cpuMs) ? 'exact' : 'sampled'} ` +
@@ -323,7 +407,8 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   return {
     exitCode: exit.code,
     signal: exit.signal,
-    timedOut: s?.cause === 'wall' && !cpuExceeded,
+    timedOut,
+    overrun: timedOut ? judged : null,
     cpuExceeded,
     limitExceeded: s?.cause === 'limit' ? s.limit : lateLimit,
     aborted: s?.cause === 'abort',

@@ -11,6 +11,7 @@ import type { Judge } from './judges/judge.ts';
 import { readReport } from './judges/read-report.ts';
 import { exitCodeDisagreement, type Verdict, VerdictError } from './judges/verdict.ts';
 import { type Limits, limitsFor } from './limits.ts';
+import type { ReferenceTime } from './overrun.ts';
 
 /** One judged run of a task's tests in a fresh box, classified. */
 export interface JudgeRun {
@@ -55,6 +56,12 @@ export interface JudgeRunRequest {
   collect?: string[];
   /** The run's wall and CPU budgets are the task's times this factor (a batched run of many copies). */
   timeScale?: number;
+  /**
+   * The reference's own run time under the same tests (scaled by `timeScale` too): a run that outlives
+   * it by the hang rule with a CPU on offer is the candidate's timeout. Absent (the reference's own run):
+   * a run the backstop ends is an infrastructure failure.
+   */
+  reference?: ReferenceTime;
   signal?: AbortSignal;
 }
 
@@ -87,6 +94,9 @@ async function judgedOverlay(
   return { overlay, protect: Object.keys(overlay) };
 }
 
+/** How the reason of a run the hang rule judged the candidate's begins (ScoreResult status `timeout`). */
+export const TIMEOUT_REASON = 'timeout';
+
 /** Classifies what happened to the confined process, before any report is read. */
 function processFailure(run: RunResult, limits: Limits): Pick<JudgeRun, 'failure' | 'infra'> | null {
   if (run.aborted) return { failure: null, infra: 'the run was aborted' };
@@ -96,10 +106,14 @@ function processFailure(run: RunResult, limits: Limits): Pick<JudgeRun, 'failure
       infra: null,
     };
   if (run.limitExceeded) return { failure: `the run exceeded its ${run.limitExceeded} limit`, infra: null };
+  if (run.timedOut && run.overrun?.verdict === 'timeout')
+    return { failure: `${TIMEOUT_REASON}: ${run.overrun.why}`, infra: null };
   if (run.timedOut)
     return {
       failure: null,
-      infra: `the run hit its wall-clock limit of ${Math.round(limits.wallMs / 1000)} s without exhausting its CPU budget (a loaded machine?)`,
+      infra: run.overrun
+        ? `the run hit its wall-clock limit of ${Math.round(limits.wallMs / 1000)} s starved of CPU: ${run.overrun.why}`
+        : `the run hit its wall-clock limit of ${Math.round(limits.wallMs / 1000)} s without exhausting its CPU budget (a loaded machine?)`,
     };
   if (run.outputCapped)
     return { failure: `the run printed more than ${limits.outputBytes} bytes`, infra: null };
@@ -137,7 +151,11 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
   async function confined(request: JudgeRunRequest, box: Box, judge: Judge): Promise<JudgeRun> {
     const { task } = request;
     const testFiles = request.testFiles ?? task.judge.testFiles;
-    const limits = limitsFor(Math.round(task.judge.timeoutMs * (request.timeScale ?? 1)), options.baseLimits);
+    const scale = request.timeScale ?? 1;
+    const limits = limitsFor(Math.round(task.judge.timeoutMs * scale), options.baseLimits);
+    const reference = request.reference
+      ? { wallMs: request.reference.wallMs * scale, cpuMs: request.reference.cpuMs * scale }
+      : undefined;
     const { overlay, protect } = await judgedOverlay(request, box.dir, testFiles);
     await box.write(overlay);
     const reportDir = join(box.dir, '.vtnode');
@@ -156,6 +174,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       protectedPaths: protect.map((p) => join(box.dir, p)),
       env: envFor(box.dir, task.judge.env),
       limits,
+      ...(reference ? { reference } : {}),
       ...(request.signal ? { signal: request.signal } : {}),
     });
     const collected = await collect(box.dir, request.collect ?? []);

@@ -10,13 +10,14 @@ import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint, SCORER_VERSION } from './fingerprint.ts';
 import { INTEGRITY_DIGEST } from './integrity/rewrite.ts';
 import { sentinelProblems } from './integrity/sentinel.ts';
-import { createJudgeRunner, type JudgeRun } from './judge-run.ts';
+import { createJudgeRunner, type JudgeRun, TIMEOUT_REASON } from './judge-run.ts';
 import { judgeFor } from './judges/index.ts';
 import { packageVersion } from './judges/package.ts';
 import { countCases, inventoryDifferences, type TestCase } from './judges/verdict.ts';
 import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
 import { addedPatterns, LINTS } from './lints.ts';
 import { logger } from './log.ts';
+import type { OverrunVerdict, ReferenceTime } from './overrun.ts';
 import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
 import { createStrengthJudge, type StrengthKey } from './strength.ts';
 import { addedTamper } from './tamper.ts';
@@ -73,17 +74,21 @@ export interface RunSummary {
   outputCapped: boolean;
   survivors: number;
   usage: RunResult['usage'];
+  /** The hang rule's verdict on a timed-out run (sandbox/overrun.ts), else null. */
+  overrun: OverrunVerdict | null;
 }
 
 export interface ScoreResult {
   taskId: string;
   /**
-   * `scored`: the reward is the candidate's. `error`: scoring failed for infrastructure reasons (a box
-   * that could not be set up, a run or type-check stopped by its wall-clock limit on a loaded machine, a
-   * reference that could not run); `reward` is null and the sample must be retried or stored unscored —
-   * never as a 0.
+   * `scored`: the reward is the candidate's. `timeout`: scored too, reward 0: the candidate's run did not
+   * finish while the host had CPU to give it (the hang rule, sandbox/overrun.ts; the first reason begins
+   * with `timeout:`). `error`: scoring failed for infrastructure reasons (a box that could not be set
+   * up, a run starved of CPU by a loaded host, a type-check stopped by its wall-clock limit, a reference
+   * that could not run); `reward` is null and the sample must be retried or stored unscored — never as
+   * a 0.
    */
-  status: 'scored' | 'error';
+  status: 'scored' | 'timeout' | 'error';
   /** Why scoring failed (status `error`), else null. */
   error: string | null;
   /** In [0, 1]; null when status is `error`. */
@@ -132,6 +137,8 @@ interface Reference {
   run: JudgeRun;
   /** `tests` tasks: the mutants the original tests kill and the functions they enter. */
   strength: StrengthKey | undefined;
+  /** The reference run's own time: the hang rule's yardstick for candidates (null: no rule). */
+  time: ReferenceTime | null;
   /** Why the reference cannot judge candidates (the task is broken): every score is 0 with these. */
   problems: string[];
 }
@@ -150,6 +157,7 @@ function summary(r: RunResult): RunSummary {
     outputCapped: r.outputCapped,
     survivors: r.survivors,
     usage: r.usage,
+    overrun: r.overrun ?? null,
   };
 }
 
@@ -207,12 +215,13 @@ function couldEarn(input: RewardInput): boolean {
 /** The serialisable part of a reference, for the cache. */
 function toStored(ref: Reference): StoredReference {
   return {
-    v: 2,
+    v: 3,
     contentHash: sha256Hex(ref.content),
     verdict: ref.run.verdict,
     sentinels: [...ref.run.sentinels],
     exitDisagreement: ref.run.exitDisagreement,
     failure: ref.run.failure,
+    time: ref.time,
     ...(ref.strength ? { strength: ref.strength } : {}),
   };
 }
@@ -233,6 +242,7 @@ function fromStored(task: Task, content: string, fingerprint: string, s: StoredR
     fingerprint,
     run,
     strength: s.strength,
+    time: s.time,
     problems: referenceProblems(task, content, run),
   };
 }
@@ -321,10 +331,17 @@ export function createScorer(options: ScorerOptions): Scorer {
     workspaceDir: string,
     overlay: Record<string, string>,
     signal?: AbortSignal,
+    reference?: ReferenceTime | null,
   ): Promise<JudgeRun> {
-    let run = await judges.run({ task, workspaceDir, overlay, ...(signal ? { signal } : {}) });
-    for (let i = 0; i < infraRetries && run.infra && !signal?.aborted; i++)
-      run = await judges.run({ task, workspaceDir, overlay, ...(signal ? { signal } : {}) });
+    const request = {
+      task,
+      workspaceDir,
+      overlay,
+      ...(signal ? { signal } : {}),
+      ...(reference ? { reference } : {}),
+    };
+    let run = await judges.run(request);
+    for (let i = 0; i < infraRetries && run.infra && !signal?.aborted; i++) run = await judges.run(request);
     return run;
   }
 
@@ -365,7 +382,8 @@ export function createScorer(options: ScorerOptions): Scorer {
     const problems = referenceProblems(task, content, run);
     if (key && 'problem' in key) problems.push(key.problem);
     const strengthKey = key && 'key' in key ? key.key : undefined;
-    return { content, fingerprint: fp, run, strength: strengthKey, problems };
+    const time = run.run ? { wallMs: run.run.usage.wallMs, cpuMs: run.run.usage.cpuMs } : null;
+    return { content, fingerprint: fp, run, strength: strengthKey, time, problems };
   }
 
   function reference(task: Task, workspaceDir: string, signal?: AbortSignal) {
@@ -499,7 +517,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       const cand =
         candidate === ref.content
           ? ref.run
-          : await judged(task, workspaceDir, { [task.target]: candidate }, req.signal);
+          : await judged(task, workspaceDir, { [task.target]: candidate }, req.signal, ref.time);
       if (cand.infra) return errorResult(task, cand.infra, warnings, ref.fingerprint, cand.run);
       const verdict = cand.verdict;
       // A tests candidate is judged on its own cases (the other judged files are the inventory check).
@@ -562,9 +580,10 @@ export function createScorer(options: ScorerOptions): Scorer {
         diagnostics.push(tail(cand.run?.stderr ?? ''));
       if (verdict) for (const e of verdict.errors) diagnostics.push(e);
       const result = computeReward({ ...input, typecheck });
+      const timedOut = cand.run?.overrun?.verdict === 'timeout' && cand.failure?.startsWith(TIMEOUT_REASON);
       return {
         taskId: task.id,
-        status: 'scored',
+        status: timedOut ? 'timeout' : 'scored',
         error: null,
         reward: result.reward,
         passRate: result.passRate,

@@ -13,7 +13,8 @@ import {
   type SpawnedProcess,
   type SpawnSpec,
 } from './confinement.ts';
-import { type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
+import { hostCpuWait } from './cpu-wait.ts';
+import { hangRule, type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
 import { asRunLimits, type Limits, type ProcessLimits, rlimitCpuSeconds } from './limits.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
@@ -216,6 +217,7 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
         // No cgroups on macOS: the box is walked, memory and processes are sampled (with a dedicated uid).
         const monitors: RunMonitor[] = [await watchBoxStorage(spec.box, spec.limits)];
         if (uid !== undefined) monitors.push(sampledLimits(spec.limits));
+        if (spec.reference) monitors.push(hostCpuWait());
         return await runGroup({
           argv: seatbeltArgv({
             box: spec.box,
@@ -230,6 +232,7 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
           uid,
           gid: uid,
           wallMs: spec.limits.wallMs,
+          hang: hangRule(spec),
           cpuMs: spec.limits.cpuMs,
           outputBytes: spec.limits.outputBytes,
           signal: spec.signal,

@@ -8,7 +8,8 @@ import type {
   SpawnedProcess,
   SpawnSpec,
 } from './confinement.ts';
-import { runGroup, sampledLimits } from './group-run.ts';
+import { hostCpuWait } from './cpu-wait.ts';
+import { hangRule, runGroup, sampledLimits } from './group-run.ts';
 import { asRunLimits, type Limits, rlimitCpuSeconds } from './limits.ts';
 import { listProcesses, processTree } from './procfs.ts';
 import { spawnGroup } from './spawn-group.ts';
@@ -49,10 +50,15 @@ export function createUnconfined(): Confinement {
         env: spec.env,
         cwd: spec.cwd,
         wallMs: spec.limits.wallMs,
+        hang: hangRule(spec),
         cpuMs: spec.limits.cpuMs,
         outputBytes: spec.limits.outputBytes,
         signal: spec.signal,
-        monitors: linux ? [storage, sampledLimits(spec.limits)] : [storage],
+        monitors: [
+          storage,
+          ...(linux ? [sampledLimits(spec.limits)] : []),
+          ...(spec.reference ? [hostCpuWait()] : []),
+        ],
         ...(process.platform === 'linux'
           ? {
               members: async (child) =>
