@@ -503,7 +503,7 @@ describe('added exports are compared too', () => {
     ],
     [
       'an exported interface and an Error subclass',
-      'export interface Options { retries: number }\nexport class ParseError extends Error {\n  constructor(readonly line: number) {\n    super(`line ${line}`);\n  }\n}',
+      'export interface Options { retries: number }\nexport class ParseError extends Error {\n  constructor(readonly line: number) {\n    super("line " + String(line));\n  }\n}',
     ],
     [
       'a Map cache and Intl',
