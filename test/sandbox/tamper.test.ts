@@ -326,6 +326,12 @@ describe('module aliases and allow-lists (relative to the original)', () => {
     expect(added("import { glob } from 'glob';", 'source', pkg)).toEqual([MODULES]);
   });
 
+  it('an original that hands the process object around lets the candidate do so', () => {
+    const original =
+      'export function main(p: NodeJS.Process): string {\n  return p.platform;\n}\nmain(process);\n';
+    expect(added('export const again = main(process);', 'source', original)).toEqual([]);
+  });
+
   it('a scoped path alias the original uses admits its siblings (tsconfig paths)', () => {
     const original = "import { entry } from '@ledger/journal/entry.ts';\nexport const e = entry;\n";
     expect(added("import { money } from '@ledger/money/amount.ts';", 'source', original)).toEqual([]);
@@ -359,6 +365,15 @@ describe('module aliases and allow-lists (relative to the original)', () => {
       ["const p = (await import('node:process')).default;", MODULES],
     ])('%s → %s', (code, rule) => {
       expect(addedTest(code)).toContain(rule);
+    });
+
+    it('a spy on a process member is a read of that member, allowed where the original reads it', () => {
+      const cli =
+        "import { expect, it, vi } from 'vitest';\nimport { main } from '../src/cli.ts';\nit('exits', () => {\n  const exit = vi.spyOn(process, 'exit').mockImplementation(() => undefined as never);\n  main([]);\n  expect(exit).toHaveBeenCalledWith(1);\n});\n";
+      const more = `${cli}it('exits again', () => {\n  vi.spyOn(process, 'exit').mockImplementation(() => undefined as never);\n  main(['-h']);\n});\n`;
+      expect(addedTamper(cli, more, 'test/cli.test.ts', 'tests')).toEqual([]);
+      const ipc = `${cli}it('talks', () => {\n  vi.spyOn(process, 'send');\n});\n`;
+      expect(addedTamper(cli, ipc, 'test/cli.test.ts', 'tests').map((t) => t.name)).toEqual([MEMBERS]);
     });
 
     it.each([
