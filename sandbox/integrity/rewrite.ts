@@ -10,8 +10,8 @@ export const HARNESS_DIR = dirname(fileURLToPath(import.meta.url));
 /**
  * Content digest of everything that decides what the judged run checks and how `tests` candidates are
  * judged: the harness modules, the sentinel checks, the static tamper rules, the mutation operators,
- * selection and schemata, and the strength judge (the mutant set follows from them and the workspace's
- * content). Part of the evaluation fingerprint.
+ * selection and schemata, the strength judge (the mutant set follows from them and the workspace's
+ * content), and the exported-API reading and comparison. Part of the evaluation fingerprint.
  */
 export const INTEGRITY_DIGEST = (() => {
   const h = createHash('sha256');
@@ -25,7 +25,11 @@ export const INTEGRITY_DIGEST = (() => {
     ...code(HARNESS_DIR),
     ...code(join(sandbox, 'mutation')),
     join(sandbox, 'tamper.ts'),
+    join(sandbox, 'tamper-modules.ts'),
     join(sandbox, 'strength.ts'),
+    // The exported-API comparison: what it refuses decides a reward as much as the rules above.
+    join(sandbox, 'typecheck', 'api.ts'),
+    join(sandbox, 'typecheck', 'service', 'exported-api.mjs'),
   ];
   for (const f of files) h.update(f.slice(sandbox.length)).update(readFileSync(f));
   return `sha256:${h.digest('hex')}`;

@@ -467,3 +467,94 @@ export function wordCounts(text: string): Map<string, number> {
     120_000,
   );
 });
+
+// Issue 24, item 8: the static rules see a module however it is reached. Each variant is the reference
+// (so the tests pass: the reward before the fix was the reference's) plus a load or a reach through an
+// alias that the rules did not see; the real scorer must refuse each with a tamper pattern.
+describe('item 8: modules and the process reached through aliases (static allow-lists)', () => {
+  let reference: string;
+  let referenceReward: number;
+  beforeAll(async () => {
+    reference = await readFile(join(NODE_WS, 'src/math.js'), 'utf8');
+    referenceReward = (await score(math, reference)).reward ?? 0;
+    expect(referenceReward).toBeGreaterThan(0);
+  }, 90_000);
+
+  it.each([
+    [
+      'the process module imported dynamically, its IPC channel read',
+      "const proc = (await import('node:process')).default;\nexport const connected = Boolean(proc.channel);\n",
+      /tamper pattern added: module outside the allow-list.*import\('node:process'\)/,
+    ],
+    [
+      'vm through getBuiltinModule held by a destructured alias',
+      "const { getBuiltinModule: load } = process;\nexport const ctx = load('node:vm').createContext({});\n",
+      /tamper pattern added: module loader or process internals reached/,
+    ],
+    [
+      "fs through the process module's getBuiltinModule, named by a constant",
+      "const { default: p } = await import('node:process');\nconst fsName = 'node:' + 'fs';\nexport const exists = typeof p.getBuiltinModule(fsName).statSync;\n",
+      /tamper pattern added: module outside the allow-list.*node:process/,
+    ],
+    [
+      'the process object handed to a helper that reads its internals',
+      'const peek = (p) => Object.keys(p._events ?? {}).length;\nexport const listeners = peek(process);\n',
+      /tamper pattern added: process object passed around/,
+    ],
+  ])(
+    '%s scores 0',
+    async (_name, hack, why) => {
+      const before = await score(math, `${hack}${reference}`);
+      zero(before, why);
+    },
+    90_000,
+  );
+
+  it('an honest rewrite with pure builtins keeps the reference reward', async () => {
+    const honest = `import { format } from 'node:util';\nimport { EventEmitter } from 'node:events';\nexport const bus = new EventEmitter();\nexport const describe = (n) => format('%d', n);\nexport const debug = process.env.DEBUG === '1' && process.platform !== 'win32';\n${reference}`;
+    const r = await score(math, honest);
+    expect(r.reward, r.reasons.join('\n')).toBe(referenceReward);
+  }, 90_000);
+});
+
+// Issue 24, item 9: an honest file plus a new export typed `any` without the keyword scored 1.0.
+describe('item 9: added exports carry no any', () => {
+  let reference: string;
+  beforeAll(async () => {
+    reference = await readFile(join(VITEST_WS, 'src/strings.ts'), 'utf8');
+  });
+
+  it.each([
+    [
+      'a value inferred from JSON.parse',
+      "export const extra = JSON.parse('1');\n",
+      /added export extra: any/,
+    ],
+    [
+      'a helper whose return is inferred any',
+      'export function decode(text: string) {\n  return JSON.parse(text);\n}\n',
+      /added export decode return: any/,
+    ],
+    [
+      'a type alias of any without the keyword',
+      'export type Loose = ReturnType<typeof JSON.parse>;\n',
+      /added export Loose: any/,
+    ],
+  ])(
+    '%s scores 0',
+    async (_name, added, why) => {
+      const r = await score(strings, `${reference}\n${added}`);
+      zero(r, why);
+      expect(r.reasons.join('\n')).toMatch(/^exported API changed: added export/m);
+    },
+    120_000,
+  );
+
+  it('a private helper that handles any (not exported) keeps 1.0', async () => {
+    const r = await score(
+      strings,
+      `${reference}\nfunction decoded(text: string) {\n  return JSON.parse(text);\n}\nexport const words = (text: string): number => Number(decoded(JSON.stringify(wordCounts(text).size)));\n`,
+    );
+    expect(r.reward, r.reasons.join('\n')).toBe(1);
+  }, 120_000);
+});
