@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
 import { watchBoxStorage } from './box-storage.ts';
-import type {
-  Confinement,
-  RunResult,
-  RunSpec,
-  SelfTestResult,
-  SpawnedProcess,
-  SpawnSpec,
+import {
+  type Confinement,
+  REPORT_FD,
+  type RunResult,
+  type RunSpec,
+  type SelfTestResult,
+  type SpawnedProcess,
+  type SpawnSpec,
 } from './confinement.ts';
 import { runGroup, sampledLimits } from './group-run.ts';
 import { asRunLimits, type Limits, rlimitCpuSeconds } from './limits.ts';
@@ -53,6 +54,7 @@ export function createUnconfined(): Confinement {
         outputBytes: spec.limits.outputBytes,
         signal: spec.signal,
         monitors: linux ? [storage, sampledLimits(spec.limits)] : [storage],
+        report: spec.reportPipe ? { fd: REPORT_FD, maxBytes: spec.reportPipe.maxBytes } : undefined,
         ...(process.platform === 'linux'
           ? {
               members: async (child) =>
