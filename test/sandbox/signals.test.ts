@@ -127,6 +127,33 @@ async function score(task: Task, candidate: string): Promise<ScoreResult> {
   return await scorer.score({ task, workspaceDir: task.workspace.root!, candidate });
 }
 
+/** An honest node:test candidate whose `add` breaks when `leaked` is set (5 of 6 tests then pass). */
+const HONEST_MATH = `
+export function add(a, b) {
+  return a + b + (leaked ? 1 : 0);
+}
+export function gcd(a, b) {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+export function range(from, to) {
+  const out = [];
+  for (let i = from; i < to; i++) out.push(i);
+  return out;
+}
+`;
+
+/** A candidate that runs `attack` (code that sets `leaked` when it got through) as it loads, in a test process. */
+const probe = (attack: string) =>
+  `import fs from 'node:fs';\nimport cp from 'node:child_process';\nlet leaked = false;\nconst main = process.ppid;\ntry {\n${attack}\n} catch {}\n${HONEST_MATH}`;
+
+/** The probe's attack did not get through: every test passed. */
+function contained(r: ScoreResult): void {
+  expect(r.status, r.error ?? '').toBe('scored');
+  expect(r.failed, JSON.stringify(r.tests.filter((t) => t.status === 'failed'))).toBe(0);
+  expect(r.passed, `${r.reasons.join('; ')}\n${r.diagnostics}`).toBe(6);
+}
+
 /** The attack earned nothing: scored (never an infrastructure error), reward 0. */
 function zero(r: ScoreResult): void {
   expect(r.status, r.error ?? '').toBe('scored');
@@ -169,6 +196,48 @@ describe("class 4: the main's report replaced while the main is stopped", () => 
     'the report %s',
     async (_name, find) => {
       zero(await score(strings, `${raceHelper(find)}${WRONG_STRINGS}`));
+    },
+    90_000,
+  );
+});
+
+describe('probes from a node:test test process (the main is its parent)', () => {
+  it.each([
+    [
+      'an in-process inspector session',
+      "const i = await import('node:inspector'); const s = new i.Session(); s.connect(); leaked = true;",
+    ],
+    [
+      'inspector.open()',
+      "const i = await import('node:inspector'); i.open(0); leaked = typeof i.url() === 'string';",
+    ],
+    [
+      'inspector/promises',
+      "const i = await import('node:inspector/promises'); const s = new i.Session(); s.connect(); leaked = true;",
+    ],
+    ["process.binding('inspector')", "leaked = typeof process.binding('inspector').open === 'function';"],
+    [
+      'a child node started with --inspect',
+      "const out = cp.spawnSync(process.execPath, ['--inspect=0', '-e', 'process.stdout.write(String(require(`inspector`).url()))']); leaked = String(out.stdout).startsWith('ws:');",
+    ],
+    [
+      'a child node given --inspect in NODE_OPTIONS',
+      "const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --inspect=0` }; const out = cp.spawnSync(process.execPath, ['-e', 'process.stdout.write(String(require(`inspector`).url()))'], { env }); leaked = String(out.stdout).startsWith('ws:');",
+    ],
+    ["the main's environment read through /proc", 'fs.readFileSync(`/proc/${main}/environ`); leaked = true;'],
+    ["the main's open files listed through /proc", 'leaked = fs.readdirSync(`/proc/${main}/fd`).length > 0;'],
+    [
+      "the main's memory opened through /proc",
+      "fs.closeSync(fs.openSync(`/proc/${main}/mem`, 'r')); leaked = true;",
+    ],
+    [
+      "the main's box reached through /proc/<main>/cwd",
+      'leaked = fs.readdirSync(`/proc/${main}/cwd`).length > 0;',
+    ],
+  ])(
+    '%s',
+    async (_name, attack) => {
+      contained(await score(math, probe(attack)));
     },
     90_000,
   );
