@@ -7,6 +7,7 @@ import { type CgroupOptions, type Cgroups, probeCgroups } from './cgroup.ts';
 import {
   BackendUnavailableError,
   type Confinement,
+  REPORT_FD,
   type RunResult,
   type RunSpec,
   type SelfTestResult,
@@ -357,6 +358,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
             onInfo: tracked.onInfo,
             members: tracked.members,
             monitors: watch.monitors,
+            report: spec.reportPipe ? { fd: REPORT_FD, maxBytes: spec.reportPipe.maxBytes } : undefined,
           });
         } finally {
           await watch.done();

@@ -29,6 +29,22 @@ export interface RunSpec {
   reference?: ReferenceTime | undefined;
   /** Aborts the run: the whole group is killed. */
   signal?: AbortSignal;
+  /**
+   * The command's fd REPORT_FD is a pipe the host reads as it is written (at most `maxBytes`): the
+   * runner's report leaves the box without ever being a file a process of the box could replace.
+   */
+  reportPipe?: { maxBytes: number };
+}
+
+/** The fd of a run's command that is the report pipe (RunSpec.reportPipe). */
+export const REPORT_FD = 4;
+
+/** What came through a run's report pipe. */
+export interface PipedReport {
+  /** The text written (UTF-8), at most the cap. */
+  text: string;
+  /** More than the cap was written (the text is cut). */
+  overflow: boolean;
 }
 
 /** A resource limit of the whole run that it went over (the run is then killed). */
@@ -84,6 +100,8 @@ export interface RunResult {
   /** Processes of the run still alive after it ended (then killed); must be 0. */
   survivors: number;
   usage: ResourceUsage;
+  /** What came through the report pipe, when the spec asked for one. */
+  report?: PipedReport;
 }
 
 /** A long-lived process to start confined (a service that talks over its stdio). */

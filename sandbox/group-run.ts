@@ -11,6 +11,7 @@ import {
   type ReferenceTime,
 } from './overrun.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
+import { openReportPipe, type ReportPipe } from './report-pipe.ts';
 
 const log = logger('vtnode:sandbox:group-run');
 
@@ -63,6 +64,8 @@ export interface GroupRunOptions {
   infoFds?: number;
   /** Receives the text of extra pipe `fd` once it closes. */
   onInfo?: (fd: number, text: string) => void;
+  /** A report pipe at this fd (after the info pipes), read whole up to `maxBytes` (RunResult.report). */
+  report?: { fd: number; maxBytes: number } | undefined;
   /**
    * The processes that belong to the run right now (for usage sampling and the survivor check), or
    * null where the platform cannot tell (then only the group is checked).
@@ -229,17 +232,19 @@ async function reapGroup(child: ChildProcess, members: GroupRunOptions['members'
   }
 }
 
-/** Waits (1 s at most) for stdout and stderr to close, then destroys every pipe. */
-async function closeStreams(child: ChildProcess): Promise<void> {
+/** Waits (1 s at most) for stdout, stderr and the report pipe to close, then destroys every pipe. */
+async function closeStreams(child: ChildProcess, report: ReportPipe | null): Promise<void> {
   // Streams close once every holder of the pipes is dead; do not wait on a stuck holder forever.
   await Promise.race([
-    Promise.all(
-      [child.stdout, child.stderr].map(
+    Promise.all([
+      report?.text,
+      ...[child.stdout, child.stderr].map(
         (s) => new Promise<void>((r) => (s && !s.readableEnded ? s.once('close', () => r()) : r())),
       ),
-    ),
+    ]),
     sleep(1000),
   ]);
+  report?.destroy();
   for (const s of child.stdio) (s as NodeJS.ReadableStream & { destroy?: () => void })?.destroy?.();
 }
 
@@ -339,21 +344,27 @@ function overrun(
 export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   const started = performance.now();
   const extra = opts.infoFds ?? 0;
+  const reportFd = opts.report?.fd;
+  if (reportFd !== undefined && reportFd < 3 + extra)
+    throw new Error(`runGroup: the report fd ${reportFd} overlaps the info pipes (fd 3 to ${2 + extra})`);
   const gated = (opts.monitors ?? []).some((m) => m.attach);
   const argv = gated ? gatedArgv(opts.argv, opts.env) : opts.argv;
+  const owner = opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid ?? opts.uid } : undefined;
+  const report = opts.report ? await openReportPipe(opts.report.maxBytes, owner) : null;
+  // Info pipes, nothing between them and the report fd, then the report pipe's write end.
+  const slots = Array.from({ length: (reportFd ?? 2 + extra) - 2 }, (_, i): 'pipe' | 'ignore' | number =>
+    i < extra ? 'pipe' : i === (reportFd ?? 0) - 3 ? report!.writeFd : 'ignore',
+  );
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: opts.cwd,
     env: opts.env,
     detached: true,
-    stdio: [
-      gated ? 'pipe' : 'ignore',
-      'pipe',
-      'pipe',
-      ...Array.from({ length: extra }, () => 'pipe' as const),
-    ],
+    stdio: [gated ? 'pipe' : 'ignore', 'pipe', 'pipe', ...slots],
     ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
     ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
   });
+  // The child holds its copy now (or never will): only the run's processes may keep the pipe open.
+  report?.closeWriteEnd();
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code, signal) => resolve({ code, signal }));
@@ -388,7 +399,7 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   }
   const survivors = await reapGroup(child, opts.members);
   const lateLimit = await sampler.finish();
-  await closeStreams(child);
+  await closeStreams(child, report);
   const s = stopped as Stop | null;
   const cpuExceeded = s?.cause === 'cpu' || sampler.usage.cpuMs > opts.cpuMs;
   const timedOut = (s?.cause === 'wall' || s?.cause === 'hang') && !cpuExceeded;
@@ -417,5 +428,6 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
     stderr: output.text('err'),
     survivors,
     usage: { wallMs: Math.round(performance.now() - started), ...sampler.usage },
+    ...(report ? { report: await report.text } : {}),
   };
 }

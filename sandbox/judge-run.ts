@@ -3,12 +3,13 @@ import { mkdir, readFile, realpath } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Task } from '../protocol/task.ts';
 import { type Box, boxCwd, createBox, insideBox } from './box.ts';
-import type { Confinement, RunResult } from './confinement.ts';
+import { type Confinement, REPORT_FD, type RunResult } from './confinement.ts';
+import { sharedExecOnlyNode } from './exec-only-node.ts';
 import { HARNESS_DIR, harnessSetup, instrumentTestFile } from './integrity/rewrite.ts';
 import { type SentinelReading, splitSentinels } from './integrity/sentinel.ts';
 import { judgeFor } from './judges/index.ts';
 import type { Judge } from './judges/judge.ts';
-import { readReport } from './judges/read-report.ts';
+import { MAX_REPORT_BYTES, readReport } from './judges/read-report.ts';
 import { exitCodeDisagreement, type Verdict, VerdictError } from './judges/verdict.ts';
 import { type Limits, limitsFor } from './limits.ts';
 import type { ReferenceTime } from './overrun.ts';
@@ -76,6 +77,40 @@ export interface JudgeRunner {
 
 const NODE = process.execPath;
 const TOOLCHAIN = dirname(dirname(NODE));
+/** Preloaded into every node process of a box (see the module). */
+const NO_INSPECTOR = join(HARNESS_DIR, 'no-inspector.cjs');
+/** Preloaded into the runner's main process when its report leaves through the report pipe. */
+const REPORT_FD_PRELOAD = join(HARNESS_DIR, 'report-fd.cjs');
+/** The report pipe as a path the runner opens: only Linux re-opens a pipe through its fd's path. */
+const PIPE_REPORTS = process.platform === 'linux';
+
+/** One NODE_OPTIONS token, quoted when it holds white space or quotes (Node's own quoting). */
+function optionToken(token: string): string {
+  return /[\s"'\\]/.test(token) ? JSON.stringify(token) : token;
+}
+
+/**
+ * NODE_OPTIONS of every node process of a box: SIGUSR1 opens no inspector, the inspector API is refused
+ * (no-inspector.cjs), then the task's own options. Runners keep NODE_OPTIONS in the environment of the
+ * processes they start (vitest's and jest's forks, node:test's per-file children, mocha's re-spawn).
+ */
+export function boxNodeOptions(judgeOptions = ''): string {
+  return ['--disable-sigusr1', optionToken(`--require=${NO_INSPECTOR}`), judgeOptions].join(' ').trim();
+}
+
+/** The node the judges start in a box: the exec-only copy on Linux (non-dumpable processes). */
+async function boxNode(): Promise<string> {
+  return process.platform === 'linux' ? await sharedExecOnlyNode() : NODE;
+}
+
+/** The text of the run's report, from the report pipe or the report file; VerdictError when unusable. */
+async function reportText(run: RunResult, reportPath: string | null): Promise<string> {
+  if (reportPath !== null) return await readReport(reportPath);
+  const piped = run.report;
+  if (!piped || piped.text === '') throw new VerdictError('the runner wrote no report');
+  if (piped.overflow) throw new VerdictError(`the report is larger than ${MAX_REPORT_BYTES} bytes`);
+  return piped.text;
+}
 
 /** The box files of a judged run: the candidate, then each judged test file with the harness woven in. */
 async function judgedOverlay(
@@ -136,11 +171,14 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       NO_COLOR: '1',
       NODE_ENV: 'test',
       ...judgeEnv,
+      NODE_OPTIONS: boxNodeOptions(judgeEnv.NODE_OPTIONS),
     };
   }
 
   async function readOnlyFor(box: Box, judge: Judge | null): Promise<string[]> {
     const paths = [...box.linked, TOOLCHAIN, HARNESS_DIR, ...(judge?.readOnlyPaths() ?? [])];
+    const node = await boxNode();
+    if (node !== NODE) paths.push(dirname(node));
     if (options.packageCache) {
       const real = await realpath(options.packageCache).catch(() => null);
       if (real) paths.push(real);
@@ -158,23 +196,26 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       : undefined;
     const { overlay, protect } = await judgedOverlay(request, box.dir, testFiles);
     await box.write(overlay);
-    const reportDir = join(box.dir, '.vtnode');
-    await mkdir(reportDir, { recursive: true, mode: 0o755 });
-    const reportPath = join(reportDir, `report-${randomBytes(8).toString('hex')}.json`);
+    const piped = judge.reportPipe && PIPE_REPORTS;
+    const reportPath = piped ? null : await reportFile(box.dir);
     // A monorepo member with its own runner config runs from its folder (judge.cwd).
     const cwd = boxCwd(box, task.judge.cwd);
+    const node = await boxNode();
+    const argv = await judge.argv(
+      { box: box.dir, cwd, node, reportPath: reportPath ?? `/proc/self/fd/${REPORT_FD}` },
+      testFiles,
+    );
+    const env = envFor(box.dir, task.judge.env);
     const run = await confinement.run({
-      argv: [
-        ...(await judge.argv({ box: box.dir, cwd, node: NODE, reportPath }, testFiles)),
-        ...(request.extraArgs ?? []),
-      ],
+      argv: [...(piped ? mainPreloaded(argv, node) : argv), ...(request.extraArgs ?? [])],
       cwd,
       box: box.dir,
       readOnlyPaths: await readOnlyFor(box, judge),
       protectedPaths: protect.map((p) => join(box.dir, p)),
-      env: envFor(box.dir, task.judge.env),
+      env: piped ? { ...env, VTNODE_REPORT_FD: String(REPORT_FD) } : env,
       limits,
       ...(reference ? { reference } : {}),
+      ...(piped ? { reportPipe: { maxBytes: MAX_REPORT_BYTES } } : {}),
       ...(request.signal ? { signal: request.signal } : {}),
     });
     const collected = await collect(box.dir, request.collect ?? []);
@@ -183,7 +224,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     if (void_) return { ...none, ...void_ };
     let full: Verdict;
     try {
-      full = judge.parse(await readReport(reportPath), box.dir);
+      full = judge.parse(await reportText(run, reportPath), box.dir);
     } catch (err) {
       if (err instanceof VerdictError) return { ...none, failure: err.message, infra: null };
       throw err;
@@ -217,6 +258,19 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       }
     },
   };
+}
+
+/** A fresh report file in the box (runners whose report cannot leave through the pipe). */
+async function reportFile(box: string): Promise<string> {
+  const reportDir = join(box, '.vtnode');
+  await mkdir(reportDir, { recursive: true, mode: 0o755 });
+  return join(reportDir, `report-${randomBytes(8).toString('hex')}.json`);
+}
+
+/** The judge's argv with report-fd.cjs preloaded into its main process (argv[0] must be the box's node). */
+function mainPreloaded(argv: string[], node: string): string[] {
+  if (argv[0] !== node) throw new Error(`the judge's command does not start with node (${argv[0]})`);
+  return [node, '--require', REPORT_FD_PRELOAD, ...argv.slice(1)];
 }
 
 function failedToStart(infra: string): JudgeRun {

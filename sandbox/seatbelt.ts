@@ -7,6 +7,7 @@ import { watchBoxStorage } from './box-storage.ts';
 import {
   BackendUnavailableError,
   type Confinement,
+  REPORT_FD,
   type RunResult,
   type RunSpec,
   type SelfTestResult,
@@ -237,6 +238,7 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
           outputBytes: spec.limits.outputBytes,
           signal: spec.signal,
           monitors,
+          report: spec.reportPipe ? { fd: REPORT_FD, maxBytes: spec.reportPipe.maxBytes } : undefined,
           // With a dedicated uid every process of that uid belongs to the run: a setsid child that
           // left the group is still found and killed (macOS has no pid namespace).
           ...(uid !== undefined ? { members: () => processesOfUid(uid) } : {}),

@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
 import { watchBoxStorage } from './box-storage.ts';
-import type {
-  Confinement,
-  RunResult,
-  RunSpec,
-  SelfTestResult,
-  SpawnedProcess,
-  SpawnSpec,
+import {
+  type Confinement,
+  REPORT_FD,
+  type RunResult,
+  type RunSpec,
+  type SelfTestResult,
+  type SpawnedProcess,
+  type SpawnSpec,
 } from './confinement.ts';
 import { hostCpuWait } from './cpu-wait.ts';
 import { hangRule, runGroup, sampledLimits } from './group-run.ts';
@@ -59,6 +60,7 @@ export function createUnconfined(): Confinement {
           ...(linux ? [sampledLimits(spec.limits)] : []),
           ...(spec.reference ? [hostCpuWait()] : []),
         ],
+        report: spec.reportPipe ? { fd: REPORT_FD, maxBytes: spec.reportPipe.maxBytes } : undefined,
         ...(process.platform === 'linux'
           ? {
               members: async (child) =>

@@ -358,7 +358,8 @@ const argv = fs.readFileSync('/pr' + 'oc/' + p['pp' + 'id'] + '/cmdline', 'utf8'
 const dest = argv.find((a) => a.startsWith('--test-rep' + 'orter-destination='))?.split('=')[1];
 const file = ${JSON.stringify(join(NODE_WS, 'test/math.test.js'))};
 const names = ['add sums', 'of coprimes is 1', 'of multiples is the smaller', 'is half-open', 'is empty when from >= to', 'range'];
-if (dest) fs.writeFileSync(dest, JSON.stringify({ format: 'vtnode-node-test/1', cases: names.map((name) => ({ file, name, status: 'passed' })), errors: [] }));
+// The destination may be the report pipe (/proc/self/fd/4), which this process does not hold: refused.
+if (dest) attempt(() => fs.writeFileSync(dest, JSON.stringify({ format: 'vtnode-node-test/1', cases: names.map((name) => ({ file, name, status: 'passed' })), errors: [] })));
 leaked = true;`;
     const r = await score(probe(forge));
     expect(r.reward).toBe(0);
@@ -381,7 +382,7 @@ leaked = true;`;
 fs.symlinkSync(${JSON.stringify(outside)}, 'escape');
 const argv = fs.readFileSync('/pr' + 'oc/' + p['pp' + 'id'] + '/cmdline', 'utf8').split('\\0');
 const dest = argv.find((a) => a.startsWith('--test-rep' + 'orter-destination='))?.split('=')[1];
-if (dest) { attempt(() => fs.unlinkSync(dest)); fs.symlinkSync(${JSON.stringify(secret)}, dest); }
+if (dest) { attempt(() => fs.unlinkSync(dest)); attempt(() => fs.symlinkSync(${JSON.stringify(secret)}, dest)); }
 p['ki' + 'll'](p['pp' + 'id'], 'SIGKILL');`),
     );
     expect(r.reward).toBe(0);
