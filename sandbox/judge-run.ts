@@ -5,7 +5,12 @@ import type { Task } from '../protocol/task.ts';
 import { type Box, boxCwd, createBox, insideBox } from './box.ts';
 import type { Confinement, RunResult } from './confinement.ts';
 import { HARNESS_DIR, harnessSetup, instrumentTestFile } from './integrity/rewrite.ts';
-import { type SentinelReading, splitSentinels } from './integrity/sentinel.ts';
+import {
+  SENTINEL_KEY_VARIABLE,
+  type SentinelReading,
+  type SentinelSeal,
+  splitSentinels,
+} from './integrity/sentinel.ts';
 import { judgeFor } from './judges/index.ts';
 import type { Judge } from './judges/judge.ts';
 import { readReport } from './judges/read-report.ts';
@@ -145,6 +150,11 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     const reportPath = join(reportDir, `report-${randomBytes(8).toString('hex')}.json`);
     // A monorepo member with its own runner config runs from its folder (judge.cwd).
     const cwd = boxCwd(box, task.judge.cwd);
+    // The run's sentinel key: the harness seals each file's report with it (record.cjs), the host checks.
+    const seal: SentinelSeal | null =
+      request.harness === false ? null : { key: randomBytes(32), box: box.dir };
+    const env = envFor(box.dir, task.judge.env);
+    if (seal) env[SENTINEL_KEY_VARIABLE] = seal.key.toString('hex');
     const run = await confinement.run({
       argv: [
         ...(await judge.argv({ box: box.dir, cwd, node: NODE, reportPath }, testFiles)),
@@ -154,7 +164,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       box: box.dir,
       readOnlyPaths: await readOnlyFor(box, judge),
       protectedPaths: protect.map((p) => join(box.dir, p)),
-      env: envFor(box.dir, task.judge.env),
+      env,
       limits,
       ...(request.signal ? { signal: request.signal } : {}),
     });
@@ -170,8 +180,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       throw err;
     }
     const exitDisagreement = exitCodeDisagreement(full, run.exitCode);
-    const split =
-      request.harness === false ? { verdict: full, sentinels: new Map() } : splitSentinels(full, testFiles);
+    const split = seal ? splitSentinels(full, testFiles, seal) : { verdict: full, sentinels: new Map() };
     return { run, ...split, exitDisagreement, failure: null, infra: null, collected };
   }
 
