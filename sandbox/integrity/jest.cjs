@@ -4,11 +4,19 @@
 // its matchers and the runner live in the worker's main realm, shared by the files the worker runs.
 // Both realms are hardened: the file's (the candidate's own intrinsics) and the main one (the matchers'),
 // reached through `expect`, a function of that realm.
-// The worker's real process (a context's `process` is a copy whose getBuiltinModule still hands out the
-// real one), and the run's key in its environment, read before anything else of the harness loads.
-const realProcess =
-  (typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule('node:process') : null) ??
-  process;
+// The worker's real process: a context's `process` is a copy (its getBuiltinModule hands out the copy
+// too), but the context's Buffer is the worker's own, and so is its Function constructor. The run's key
+// is read from the real environment before anything else of the harness loads, and removed from it.
+function workerProcess() {
+  try {
+    const real = Buffer.constructor('return process')();
+    if (real && typeof real === 'object' && real.env) return real;
+  } catch {
+    // A Buffer of the context's own realm: the context's process is all there is.
+  }
+  return process;
+}
+const realProcess = workerProcess();
 const KEY_NAME = 'VTNODE_SENTINEL_KEY';
 const keyHex = realProcess.env[KEY_NAME] ?? process.env[KEY_NAME];
 delete realProcess.env[KEY_NAME];

@@ -30,6 +30,10 @@ export function wordCounts(_text: string): Map<string, number> {
 const runtime = (code: string) =>
   `const __f = Object.getPrototypeOf(async () => {}).constructor;\nawait __f(${JSON.stringify(code)})();\n`;
 
+/** Like `runtime`, for CommonJS targets (jest): a function built from strings, called when the module loads. */
+const runtimeSync = (code: string) =>
+  `const __F = (function () {}).constructor;\n__F(${JSON.stringify(code)})();\n`;
+
 /** A wrong implementation whose functions run `code` (built at run time) each time a test calls them. */
 const duringTests = (code: string) =>
   `const __C = (function () {}).constructor;\nconst __hack = __C(${JSON.stringify(code)});\n${WRONG_STRINGS.replace(/return /g, '__hack();\n  return ')}`;
@@ -224,12 +228,12 @@ describe("class 1: the test process's messages to the runner rewritten", () => {
     zero(await score(twoFiles, `${runtime(strict(FLIP + hack))}${WRONG_STRINGS}`), CONTAINED);
   }, 120_000);
 
-  it("jest: the worker's real process.send replaced (reached through getBuiltinModule)", async () => {
+  it("jest: the worker's real process.send replaced (reached through Buffer's realm)", async () => {
     const hack =
-      "const real = process.getBuiltinModule('node:' + 'process'); const o = real.send; real.send = function (m, ...r) { return o.call(this, globalThis.__rewrite(m), ...r); };";
+      "const real = Buffer.constructor('return process')(); const o = real.send; real.send = function (m, ...r) { return o.call(this, globalThis.__rewrite(m), ...r); };";
     const wrong =
       'export function parseEntry(_l: string): any { return {}; }\nexport function tally(_w: string[]): any { return new Map(); }\nexport function pairs(_x: unknown[]): any { return []; }\n';
-    zero(await score(equalJest, `${runtime(strict(FLIP + hack))}${wrong}`), CONTAINED);
+    zero(await score(equalJest, `${runtimeSync(strict(FLIP + hack))}${wrong}`), CONTAINED);
   }, 120_000);
 });
 
