@@ -208,11 +208,11 @@ describe("class 1: the test process's messages to the runner rewritten", () => {
     ],
     [
       "the worker state's rpc wrapped",
-      "const s = globalThis[['__vitest', 'worker__'].join('_')]; const rpc = s.rpc; s.rpc = new Proxy(rpc, { get(t, k) { const f = t[k]; return k === 'onTaskUpdate' ? (...a) => f(...a.map(globalThis.__rewrite)) : f; } });",
+      "const s = globalThis['__vi' + 'test_worker__']; const rpc = s.rpc; s.rpc = new Proxy(rpc, { get(t, k) { const f = t[k]; return k === 'onTaskUpdate' ? (...a) => f(...a.map(globalThis.__rewrite)) : f; } });",
     ],
     [
       'the worker state replaced by one whose rpc rewrites',
-      "const name = ['__vitest', 'worker__'].join('_'); const s = globalThis[name]; const rpc = s.rpc; const fake = new Proxy(rpc, { get(t, k) { const f = t[k]; return k === 'onTaskUpdate' ? (...a) => f(...a.map(globalThis.__rewrite)) : f; } }); Object.defineProperty(globalThis, name, { value: Object.create(s, { rpc: { value: fake } }), configurable: true, writable: true });",
+      "const name = '__vi' + 'test_worker__'; const s = globalThis[name]; const rpc = s.rpc; const fake = new Proxy(rpc, { get(t, k) { const f = t[k]; return k === 'onTaskUpdate' ? (...a) => f(...a.map(globalThis.__rewrite)) : f; } }); Object.defineProperty(globalThis, name, { value: Object.create(s, { rpc: { value: fake } }), configurable: true, writable: true });",
     ],
   ])(
     '%s',
