@@ -210,24 +210,37 @@ export function installVitest(v, { box }) {
   const tables = matcherTables(v);
   const before = tables.map(([name, t]) => [name, snapshot(t)]);
   const testersBefore = testers().length;
+  /** Finds the file suite among a beforeAll hook's arguments, keeps it in `file` and watches its tasks. */
+  const capture = (file, args) => {
+    const suite = [...args].find((a) => a && typeof a === 'object' && Array.isArray(a.tasks));
+    file.suite = suite ?? null;
+    if (suite) watchTasks(recorder, suite);
+    else recorder.violation('the file suite was not found by the harness');
+  };
   // Registered before the test file's other imports run: this is the file suite's first hook.
   // vitest ≤ 3 passes the suite first; vitest 4 passes a fixture context first and the suite second
   // (and parses the first parameter's source), so the hook reads `arguments`.
+  const firstFile = { suite: null };
   v.beforeAll(function watchFile() {
     // biome-ignore lint/complexity/noArguments: vitest rejects a first parameter that is not a destructuring pattern.
-    const suite = [...arguments].find((a) => a && typeof a === 'object' && Array.isArray(a.tasks));
-    fileSuite = suite ?? null;
-    if (suite) watchTasks(recorder, suite);
-    else recorder.violation('the file suite was not found by the harness');
+    capture(firstFile, arguments);
   });
 
   const changes = () =>
     before.flatMap(([name, snap], i) => changedNames(snap, tables[i][1]).map((k) => `${name}.${k}`));
   let importChanges = null;
   let importTesters = 0;
-  let fileSuite = null;
+  let files = 0;
 
   function sentinel() {
+    // With one module registry for several files (`--isolate=false`), this module is installed once and
+    // each later file registers its own hook here, at its end.
+    const file = files++ === 0 ? firstFile : { suite: null };
+    if (file !== firstFile)
+      v.beforeAll(function watchFile() {
+        // biome-ignore lint/complexity/noArguments: as above.
+        capture(file, arguments);
+      });
     // Runs when the file's top-level code is done: what its imports changed is recorded, then frozen.
     importChanges = changes();
     importTesters = testers().length - testersBefore;
@@ -244,9 +257,9 @@ export function installVitest(v, { box }) {
         violations: recorder.violations,
         globals: readGlobals?.() ?? [],
         mutation: mutationState(),
-        outcomes: outcomes(fileSuite),
+        outcomes: outcomes(file.suite),
       };
-      reportSentinel(state, fileSuite?.filepath ?? '');
+      reportSentinel(state, file.suite?.filepath ?? '');
     });
   }
   return { sentinel };
