@@ -6,7 +6,12 @@ import { type Box, boxCwd, createBox, insideBox } from './box.ts';
 import { type Confinement, REPORT_FD, type RunResult } from './confinement.ts';
 import { sharedExecOnlyNode } from './exec-only-node.ts';
 import { HARNESS_DIR, harnessSetup, instrumentTestFile } from './integrity/rewrite.ts';
-import { type SentinelReading, splitSentinels } from './integrity/sentinel.ts';
+import {
+  SENTINEL_KEY_VARIABLE,
+  type SentinelReading,
+  type SentinelSeal,
+  splitSentinels,
+} from './integrity/sentinel.ts';
 import { judgeFor } from './judges/index.ts';
 import type { Judge } from './judges/judge.ts';
 import { MAX_REPORT_BYTES, readReport } from './judges/read-report.ts';
@@ -205,7 +210,11 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       { box: box.dir, cwd, node, reportPath: reportPath ?? `/proc/self/fd/${REPORT_FD}` },
       testFiles,
     );
+    // The run's sentinel key: the harness seals each file's report with it (record.cjs), the host checks.
+    const seal: SentinelSeal | null =
+      request.harness === false ? null : { key: randomBytes(32), box: box.dir };
     const env = envFor(box.dir, task.judge.env);
+    if (seal) env[SENTINEL_KEY_VARIABLE] = seal.key.toString('hex');
     const run = await confinement.run({
       argv: [...(piped ? mainPreloaded(argv, node) : argv), ...(request.extraArgs ?? [])],
       cwd,
@@ -230,8 +239,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       throw err;
     }
     const exitDisagreement = exitCodeDisagreement(full, run.exitCode);
-    const split =
-      request.harness === false ? { verdict: full, sentinels: new Map() } : splitSentinels(full, testFiles);
+    const split = seal ? splitSentinels(full, testFiles, seal) : { verdict: full, sentinels: new Map() };
     return { run, ...split, exitDisagreement, failure: null, infra: null, collected };
   }
 

@@ -77,10 +77,10 @@ function nodeTestSetup(): HarnessSetup {
   return {
     prelude: (esm) => load(esm, spec),
     // node:test files a test where `test()` is called: the sentinel is declared in the test file itself.
-    tail: (esm) =>
+    tail: (esm, file) =>
       esm
-        ? `\n;import { test as __vtnodeTest } from 'node:test';\nimport { sentinelBody as __vtnodeSentinel } from ${spec};\n__vtnodeTest('vtnode:sentinel', __vtnodeSentinel);\n`
-        : `\n;require('node:test').test('vtnode:sentinel', require(${spec}).sentinelBody);\n`,
+        ? `\n;import { test as __vtnodeTest } from 'node:test';\nimport { sentinelBody as __vtnodeSentinel } from ${spec};\n__vtnodeTest('vtnode:sentinel', () => __vtnodeSentinel(${JSON.stringify(file)}));\n`
+        : `\n;require('node:test').test('vtnode:sentinel', () => require(${spec}).sentinelBody(${JSON.stringify(file)}));\n`,
     entry: null,
   };
 }
@@ -91,8 +91,8 @@ function jestSetup(): HarnessSetup {
     // A side-effect import: TypeScript keeps it, ts-jest and babel-jest turn it into the first require.
     prelude: (esm) => load(esm, spec),
     // Appended code must be CommonJS-safe (a file babel-jest does not transform stays CommonJS).
-    tail: () =>
-      `\n;(globalThis.test ?? require('@jest/globals').test)('vtnode:sentinel', require(${spec}).sentinelBody());\n`,
+    tail: (_esm, file) =>
+      `\n;(globalThis.test ?? require('@jest/globals').test)('vtnode:sentinel', require(${spec}).sentinelBody(${JSON.stringify(file)}));\n`,
     entry: null,
   };
 }
