@@ -47,7 +47,8 @@ export function specifierRefs(text: string, path: string): SpecifierRef[] {
   const sf = parseSource(text, path);
   const out: SpecifierRef[] = [];
   const add = (lit: ts.Node | undefined) => {
-    if (lit && ts.isStringLiteralLike(lit)) out.push({ start: lit.getStart(sf), end: lit.end, spec: lit.text });
+    if (lit && ts.isStringLiteralLike(lit))
+      out.push({ start: lit.getStart(sf), end: lit.end, spec: lit.text });
   };
   const visit = (n: ts.Node): void => {
     if (ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) add(n.moduleSpecifier);

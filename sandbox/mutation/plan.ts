@@ -5,14 +5,7 @@ import { sha256Hex } from '../../protocol/canonical.ts';
 import type { TestRunner } from '../../protocol/task.ts';
 import type { TestCase, Verdict } from '../judges/verdict.ts';
 import { extensionOf, isTypeScript, parseSource } from './ast.ts';
-import {
-  copyPath,
-  importGraph,
-  type ModuleAccess,
-  materialise,
-  rewriteTest,
-  stubSource,
-} from './copies.ts';
+import { copyPath, importGraph, type ModuleAccess, materialise, rewriteTest, stubSource } from './copies.ts';
 import { enumerateMutants, type Mutant } from './mutants.ts';
 import { DEFAULT_HIT_LIMIT, HIT_LIMIT_MARKER, tokenFor } from './schemata.ts';
 import { selectMutants } from './select.ts';
@@ -359,10 +352,13 @@ function runsOf(options: PlanOptions, runner: PlanRunner): { runs: Run[]; regist
   const edits = [...options.mutants, ...(options.decoys ?? [])];
   if (options.referenceEdit) edits.push(options.referenceEdit);
   for (const m of edits) {
-    if (!files.has(m.file)) throw new MutationPlanError(`mutant ${m.id} is in no source of the run (${m.file})`);
+    if (!files.has(m.file))
+      throw new MutationPlanError(`mutant ${m.id} is in no source of the run (${m.file})`);
     const text = options.sources.find((x) => x.path === m.file)!.text;
     if (text.slice(m.start, m.end) !== m.original)
-      throw new MutationPlanError(`mutant ${m.id} does not match ${m.file} at ${m.line}:${m.column} (stale mutant)`);
+      throw new MutationPlanError(
+        `mutant ${m.id} does not match ${m.file} at ${m.line}:${m.column} (stale mutant)`,
+      );
   }
   for (const m of [...options.mutants, ...(options.decoys ?? [])])
     runs.push({ id: m.id, edit: m, tag: `vtnode-${tokenFor(m.id, options.salt)}` });
@@ -563,7 +559,10 @@ export function prepareMutationRun(options: PrepareOptions): {
         : 'per-file'
       : (options.registry ?? 'per-file');
   const all = options.sources.flatMap((s) => enumerateMutants(s.text, s.path));
-  const mutants = selectMutants(all, options.max !== undefined ? { max: options.max } : {});
+  // A shared registry leaves module-level mutants out as it always did: each copy now loads its own copy
+  // of the sources, so they could run, but the selection (and so every answer key) stays as it was.
+  const runnable = registry === 'shared' ? all.filter((m) => m.fn !== '<module>') : all;
+  const mutants = selectMutants(runnable, options.max !== undefined ? { max: options.max } : {});
   // One more no-op edit than decoys: the reference copy's, so every copy differs from the sources in one place.
   const noops = makeDecoys(mutants, (options.decoys ?? 2) + 1, salt);
   const referenceEdit = noops.length > (options.decoys ?? 2) ? noops.pop()! : null;
