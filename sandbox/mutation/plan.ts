@@ -294,8 +294,10 @@ interface ActivatorSpec {
  */
 export function activatorSource(spec: ActivatorSpec): string {
   const key = JSON.stringify(spec.stateKey);
+  // node:test runs a root `before` hook while the test file's imports may still be loading: the global
+  // goes at the first test instead (every import has loaded by then).
   const [before, after] =
-    spec.runner === 'node:test' ? ['before', 'after'] : (['beforeAll', 'afterAll'] as const);
+    spec.runner === 'node:test' ? ['beforeEach', 'after'] : (['beforeAll', 'afterAll'] as const);
   const imports: string[] = [];
   if (spec.runner !== 'jest')
     imports.push(

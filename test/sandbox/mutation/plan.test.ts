@@ -145,7 +145,7 @@ describe('planMutationRun', () => {
       `require("./${copy.split('/').pop()!.replace('.test.js', '.activate.js')}");`,
     ]);
     const act = plan.overlay[copy.replace('.test.js', '.activate.js')]!;
-    expect(act).toContain("const { before, after } = require('node:test');");
+    expect(act).toContain("const { beforeEach, after } = require('node:test');");
     expect(act).not.toMatch(/^(import|export) /m);
   });
 

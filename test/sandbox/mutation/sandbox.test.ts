@@ -112,7 +112,7 @@ describe('batched mutation runs: one runner invocation runs every mutant of a te
       registry,
     });
 
-  it('examples/ledger: original test files kill most mutants, a trivial one none, a harness-detecting one trips the decoys', async () => {
+  it('examples/ledger: original test files kill most mutants, a trivial one none, one reading the old switch nothing more than its assertion', async () => {
     const amount = await ledgerPlan('src/money/amount.ts', 'src/money/amount.test.ts');
     const csv = await ledgerPlan('src/parse/csv.ts', 'src/parse/csv.test.ts');
     const period = await ledgerPlan('src/dates/period.ts', 'src/dates/period.test.ts');
@@ -156,10 +156,10 @@ describe('batched mutation runs: one runner invocation runs every mutant of a te
     expect(t!.matrix.killed).toEqual([]);
     expect(t!.matrix.survived).toHaveLength(trivial.mutants.length);
     expect(t!.coverage!.cov).toEqual({}); // it never entered the target
-    // Failing whenever a mutant is switched on "kills" everything, decoys included: detected.
+    // There is no switch to read any more: the test file kills what its one assertion detects.
     expect(d!.matrix.reference).toBe('passed');
-    expect(d!.matrix.killed).toHaveLength(detecting.mutants.length);
-    expect(d!.matrix.decoysKilled).toHaveLength(2);
+    expect(d!.matrix.killed.length).toBeLessThan(detecting.mutants.length / 2);
+    expect(d!.matrix.decoysKilled).toEqual([]);
 
     // Neither the shared registry nor batching changes an outcome: the same mutants with a fresh
     // registry per copy, and two of them run alone (one runner per mutant), agree.
