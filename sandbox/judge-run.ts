@@ -11,6 +11,7 @@ import type { Judge } from './judges/judge.ts';
 import { readReport } from './judges/read-report.ts';
 import { exitCodeDisagreement, type Verdict, VerdictError } from './judges/verdict.ts';
 import { type Limits, limitsFor } from './limits.ts';
+import { removeTestFiles } from './replay/prune.ts';
 
 /** One judged run of a task's tests in a fresh box, classified. */
 export interface JudgeRun {
@@ -55,6 +56,8 @@ export interface JudgeRunRequest {
   collect?: string[];
   /** The run's wall and CPU budgets are the task's times this factor (a batched run of many copies). */
   timeScale?: number;
+  /** Remove every test file and test folder from the box before the overlay is written (a replay run). */
+  pruneTests?: boolean;
   signal?: AbortSignal;
 }
 
@@ -139,6 +142,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     const testFiles = request.testFiles ?? task.judge.testFiles;
     const limits = limitsFor(Math.round(task.judge.timeoutMs * (request.timeScale ?? 1)), options.baseLimits);
     const { overlay, protect } = await judgedOverlay(request, box.dir, testFiles);
+    if (request.pruneTests) await removeTestFiles(box.dir, task.judge.testFiles);
     await box.write(overlay);
     const reportDir = join(box.dir, '.vtnode');
     await mkdir(reportDir, { recursive: true, mode: 0o755 });
