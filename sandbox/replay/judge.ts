@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { sha256Hex } from '../../protocol/canonical.ts';
 import type { Task } from '../../protocol/task.ts';
+import { insideBox } from '../box.ts';
 import type { JudgeRun, JudgeRunner } from '../judge-run.ts';
 import type { TestCase } from '../judges/verdict.ts';
 import {
@@ -14,17 +16,58 @@ import {
   outputKey,
   type ReplayedCall,
 } from './compare.ts';
+import { isTestPath } from './prune.ts';
 import { CallOutput, callName, parseRecording, type RecordedCall, ScriptCall } from './recording.ts';
 import {
   fromFile,
+  type ImportedModule,
+  importedModules,
   importsModule,
   importsPath,
+  type PathAliases,
   RUNTIME_DIR,
+  readPathAliases,
   realPath,
   recorderWrapper,
+  reexports,
   targetExports,
   targetImports,
 } from './wrapper.ts';
+
+/**
+ * The modules the judged test files import besides the target (box paths, with their text), following
+ * re-exports (a barrel's `export * from`) to the modules that define what the tests call.
+ */
+async function testedModules(
+  task: Task,
+  workspaceDir: string,
+  aliases: PathAliases,
+): Promise<{ file: string; text: string }[]> {
+  const exists = (rel: string) => {
+    try {
+      return statSync(insideBox(workspaceDir, rel)).isFile();
+    } catch {
+      return false;
+    }
+  };
+  const read = (rel: string) => readFile(insideBox(workspaceDir, rel), 'utf8').catch(() => null);
+  const found = new Map<string, string>();
+  const queue: string[] = [];
+  const visit = (from: string, specs: string[]) => {
+    for (const m of importedModules(from, task.target, specs, exists, aliases))
+      if (m.key !== m.spec && m.key !== task.target && !isTestPath(m.key) && !found.has(m.key)) {
+        found.set(m.key, '');
+        queue.push(m.key);
+      }
+  };
+  for (const t of task.judge.testFiles) visit(t, targetImports((await read(t)) ?? '', t));
+  for (let f = queue.shift(); f !== undefined; f = queue.shift()) {
+    const text = (await read(f)) ?? '';
+    found.set(f, text);
+    visit(f, reexports(text, f));
+  }
+  return [...found].map(([file, text]) => ({ file, text }));
+}
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const RUNTIME_FILES = ['codec.mjs', 'determinism.mjs', 'record.mjs', 'replay.mjs'];
@@ -64,8 +107,8 @@ export const ReplayKey = z.object({
   kept: z.number().int().nonnegative(),
   /** A few reasons calls were left out, for people. */
   dropped: z.array(z.string()),
-  /** Specifiers of the modules the reference imports (the replay imports them too). */
-  imports: z.array(z.string()),
+  /** The modules the replay imports: the reference's imports and the modules the tests call besides it. */
+  imports: z.array(z.object({ key: z.string(), spec: z.string() })),
   files: z.array(KeyFile),
 });
 export type ReplayKey = z.infer<typeof ReplayKey>;
@@ -105,7 +148,7 @@ const notReplayable = (why: string, recorded = 0): ReplayKey => ({
 });
 
 /** The files both runs need: the runtime modules, and the module importing what the reference imports. */
-const runtimeOverlay = (task: Task, imports: string[]): Record<string, string> => ({
+const runtimeOverlay = (task: Task, imports: ImportedModule[]): Record<string, string> => ({
   ...Object.fromEntries(RUNTIME_FILES.map((f) => [`${RUNTIME_DIR}/${f}`, RUNTIME[f]!])),
   [importsPath(task.target)]: importsModule(imports),
 });
@@ -135,7 +178,7 @@ export function createReplayJudge(judges: JudgeRunner) {
     workspaceDir: string,
     candidate: string,
     files: { file: string; script: ScriptCall[] }[],
-    imports: string[],
+    imports: ImportedModule[],
     signal?: AbortSignal,
   ): Promise<Map<string, ReplayedCall> | { infra: string }> {
     const overlay: Record<string, string> = { ...runtimeOverlay(task, imports), [task.target]: candidate };
@@ -203,18 +246,58 @@ export function createReplayJudge(judges: JudgeRunner) {
       if (task.judge.runner !== 'vitest')
         return notReplayable(`the replay drives vitest only, not ${task.judge.runner}`);
       const exports = targetExports(reference, task.target);
-      const imports = targetImports(reference, task.target);
       if (exports.wrapped.length === 0)
         return notReplayable('the target exports no function, class or constant');
       const testFiles = task.judge.testFiles;
+      // The modules the tests call besides the target are recorded too: their calls build the objects
+      // the tests pass in, so the replay performs them again (and compares only the target's).
+      const aliases = readPathAliases(
+        await readFile(insideBox(workspaceDir, 'tsconfig.json'), 'utf8').catch(() => null),
+      );
+      const others = await testedModules(task, workspaceDir, aliases);
+      const exists = (rel: string) => rel === task.target || others.some((o) => o.file === rel);
+      const own = importedModules(
+        task.target,
+        task.target,
+        targetImports(reference, task.target),
+        (rel) => {
+          try {
+            return exists(rel) || statSync(insideBox(workspaceDir, rel)).isFile();
+          } catch {
+            return false;
+          }
+        },
+        aliases,
+      );
+      const imports = dedupe([
+        ...own,
+        ...others.map((o) => ({ key: o.file, spec: fromFile(task.target, o.file) })),
+      ]);
+      const overlay: Record<string, string> = {
+        ...runtimeOverlay(task, own),
+        [realPath(task.target)]: reference,
+        [task.target]: recorderWrapper({
+          target: task.target,
+          owner: '',
+          imports: importsPath(task.target),
+          exports,
+          testFiles,
+        }),
+      };
+      for (const o of others) {
+        overlay[realPath(o.file)] = o.text;
+        overlay[o.file] = recorderWrapper({
+          target: o.file,
+          owner: o.file,
+          imports: null,
+          exports: targetExports(o.text, o.file),
+          testFiles,
+        });
+      }
       const run = await judges.run({
         task,
         workspaceDir,
-        overlay: {
-          ...runtimeOverlay(task, imports),
-          [realPath(task.target)]: reference,
-          [task.target]: recorderWrapper({ target: task.target, exports, testFiles }),
-        },
+        overlay,
         harness: false,
         collect: testFiles.map((_, n) => `${RUNTIME_DIR}/rec-${n}.jsonl`),
         ...(signal ? { signal } : {}),
@@ -237,7 +320,7 @@ export function createReplayJudge(judges: JudgeRunner) {
       } catch (err) {
         return notReplayable(`the recording is malformed: ${(err as Error).message}`);
       }
-      const total = recorded.reduce((a, f) => a + f.calls.length, 0);
+      const total = recorded.reduce((a, f) => a + f.calls.filter((c) => c.input.m === undefined).length, 0);
       if (total === 0) return notReplayable('the tests made no call into the target that the recorder saw');
       const files = recorded.map((f) => ({ file: f.file, script: f.calls.map((c) => c.input) }));
       const selves = await Promise.all(
@@ -275,6 +358,11 @@ export function createReplayJudge(judges: JudgeRunner) {
   };
 }
 
+function dedupe(modules: ImportedModule[]): ImportedModule[] {
+  const seen = new Set<string>();
+  return modules.filter((m) => !seen.has(m.key) && seen.add(m.key));
+}
+
 function safeJson(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -296,6 +384,7 @@ export function answerKey(
   const files = recorded.map((f) => {
     const expected: z.infer<typeof KeyFile>['expected'] = [];
     for (const c of f.calls) {
+      if (c.input.m !== undefined) continue;
       if (c.input.skip) {
         drop(c.input.skip);
         continue;

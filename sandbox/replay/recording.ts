@@ -61,6 +61,8 @@ export const Settled = z.union([
 const CallEvent = z.object({
   e: z.literal('call'),
   i: z.number().int().nonnegative(),
+  /** The module called, when not the target: a setup call, performed again but not compared. */
+  m: z.string().optional(),
   kind: CallKind,
   name: z.string(),
   test: z.string().nullable(),
@@ -89,6 +91,8 @@ export type CallOutput = z.infer<typeof CallOutput>;
 /** The inputs of one call, as the replay box gets them (no outputs). */
 export const ScriptCall = z.object({
   i: z.number().int().nonnegative(),
+  /** The module called (its key in the imports module), when not the target. */
+  m: z.string().optional(),
   kind: CallKind,
   name: z.string(),
   t: z.number(),
@@ -171,6 +175,7 @@ export function parseRecording(text: string, file: string): RecordedCall[] {
     calls.push({
       input: {
         i: c.i,
+        ...(c.m !== undefined ? { m: c.m } : {}),
         kind: c.kind,
         name: c.name,
         t: c.t,

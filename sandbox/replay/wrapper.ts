@@ -77,16 +77,117 @@ export function importsPath(target: string): string {
   return `${target.slice(0, target.length - ext.length)}.vtnode-imports${ext}`;
 }
 
-/** The imports module (importsPath()): `export const modules = { [specifier]: namespace }`. */
-export function importsModule(specifiers: string[]): string {
+/** A module the replay imports: its key in recordings (a box-relative path, or the specifier as written). */
+export interface ImportedModule {
+  key: string;
+  /** The specifier that imports it from the target's folder. */
+  spec: string;
+}
+
+/** The imports module (importsPath()): `export const modules = { [key]: namespace }`. */
+export function importsModule(modules: ImportedModule[]): string {
   const lines = ['// Written by vtnode: the modules the target imports, for the differential replay.'];
-  for (const [i, s] of specifiers.entries())
-    lines.push(`import * as __vtnodeM${i} from ${JSON.stringify(s)};`);
+  for (const [i, m] of modules.entries())
+    lines.push(`import * as __vtnodeM${i} from ${JSON.stringify(m.spec)};`);
   lines.push(
-    `export const modules = { ${specifiers.map((s, i) => `${JSON.stringify(s)}: __vtnodeM${i}`).join(', ')} };`,
+    `export const modules = { ${modules.map((m, i) => `${JSON.stringify(m.key)}: __vtnodeM${i}`).join(', ')} };`,
     '',
   );
   return lines.join('\n');
+}
+
+/** Extensions of modules the recorder can wrap (ES modules through the runner's transform). */
+const WRAPPABLE = /\.(?:[mc]?ts|tsx|m?js|jsx)$/;
+
+/**
+ * The box-relative file a relative specifier imported from `from` names, when `exists` finds it
+ * (with its extension, `.js` standing for `.ts`, or an index file); null for bare specifiers, aliases
+ * and files outside the workspace.
+ */
+export function resolveRelative(from: string, spec: string, exists: (rel: string) => boolean): string | null {
+  if (!spec.startsWith('./') && !spec.startsWith('../')) return null;
+  const base = posix.normalize(posix.join(posix.dirname(from), spec.split('?')[0]!));
+  if (base.startsWith('../') || base === '..') return null;
+  const tries = [
+    base,
+    base.replace(/\.(m|c)?js$/, '.$1ts'),
+    ...['.ts', '.tsx', '.js', '.mjs', '/index.ts', '/index.js'].map((e) => `${base}${e}`),
+  ];
+  return tries.find((t) => WRAPPABLE.test(t) && exists(t)) ?? null;
+}
+
+/** tsconfig `paths` (with `baseUrl`, box-relative): pattern → replacements, one `*` each at most. */
+export type PathAliases = { pattern: string; to: string[] }[];
+
+/** The `paths` of a workspace's tsconfig.json (its own, `extends` not followed), or none. */
+export function readPathAliases(tsconfigText: string | null): PathAliases {
+  if (!tsconfigText) return [];
+  const parsed = ts.parseConfigFileTextToJson('tsconfig.json', tsconfigText).config as
+    | { compilerOptions?: { baseUrl?: string; paths?: Record<string, string[]> } }
+    | undefined;
+  const base = parsed?.compilerOptions?.baseUrl ?? '.';
+  return Object.entries(parsed?.compilerOptions?.paths ?? {}).map(([pattern, to]) => ({
+    pattern,
+    to: (Array.isArray(to) ? to : []).map((t) => posix.normalize(posix.join(base, t))),
+  }));
+}
+
+/** A specifier through the aliases: the box-relative paths it may name. */
+function unalias(spec: string, aliases: PathAliases): string[] {
+  const out: string[] = [];
+  for (const a of aliases) {
+    const star = a.pattern.indexOf('*');
+    if (star < 0) {
+      if (spec === a.pattern) out.push(...a.to);
+      continue;
+    }
+    const [pre, post] = [a.pattern.slice(0, star), a.pattern.slice(star + 1)];
+    if (spec.startsWith(pre) && spec.endsWith(post) && spec.length >= pre.length + post.length) {
+      const mid = spec.slice(pre.length, spec.length - post.length);
+      out.push(...a.to.map((t) => t.replace('*', mid)));
+    }
+  }
+  return out;
+}
+
+/** The box-relative file a specifier names: relative, or through the workspace's path aliases. */
+export function resolveSpecifier(
+  from: string,
+  spec: string,
+  exists: (rel: string) => boolean,
+  aliases: PathAliases,
+): string | null {
+  const direct = resolveRelative(from, spec, exists);
+  if (direct) return direct;
+  for (const p of unalias(spec, aliases)) {
+    const hit = resolveRelative('x', `./${p}`, exists);
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/** The modules a module re-exports from (`export * from`, `export { a } from`), type-only left out. */
+export function reexports(text: string, fileName: string): string[] {
+  const sf = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, false);
+  return sf.statements.flatMap((s) =>
+    ts.isExportDeclaration(s) && !s.isTypeOnly && s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier)
+      ? [s.moduleSpecifier.text]
+      : [],
+  );
+}
+
+/** The modules an import list names, keyed by their box path when it resolves (else by specifier). */
+export function importedModules(
+  from: string,
+  target: string,
+  specs: string[],
+  exists: (rel: string) => boolean,
+  aliases: PathAliases = [],
+): ImportedModule[] {
+  return specs.map((spec) => {
+    const file = resolveSpecifier(from, spec, exists, aliases);
+    return file ? { key: file, spec: fromFile(target, file) } : { key: spec, spec };
+  });
 }
 
 /** Box-relative path the reference is moved to in a recording box (same folder: its imports still resolve). */
@@ -108,8 +209,12 @@ const IDENT = /^[A-Za-z_$][\w$]*$/;
 const exportName = (n: string) => (IDENT.test(n) ? n : JSON.stringify(n));
 
 export interface WrapperOptions {
-  /** Box-relative path of the target. */
+  /** Box-relative path of the module wrapped (the target, or a module the tests import). */
   target: string;
+  /** The module's key in recordings: '' for the target, its box path for another module. */
+  owner: string;
+  /** Box path of the imports module (the target's wrapper only), or null. */
+  imports: string | null;
   /** The target's exports (targetExports()). */
   exports: TargetExports;
   /** Box-relative paths of the judged test files, in the task's order. */
@@ -117,7 +222,7 @@ export interface WrapperOptions {
 }
 
 /**
- * The module written at the target's path in a recording box: it re-exports the reference (moved to
+ * The module written at a wrapped module's path in a recording box: it re-exports the module (moved to
  * realPath()) with its functions and classes passed through the recorder.
  */
 export function recorderWrapper(o: WrapperOptions): string {
@@ -126,8 +231,10 @@ export function recorderWrapper(o: WrapperOptions): string {
     '// Written by vtnode: the recording wrapper of the differential replay (sandbox/replay/).',
     `import * as __vtnodeReal from ${real};`,
     `import { createRecorder as __vtnodeRecorder } from ${JSON.stringify(fromFile(o.target, `${RUNTIME_DIR}/record.mjs`))};`,
-    `import { modules as __vtnodeModules } from ${JSON.stringify(fromFile(o.target, importsPath(o.target)))};`,
-    `const __vtnodeRec = __vtnodeRecorder(${JSON.stringify({ testFiles: o.testFiles })}, __vtnodeModules);`,
+    ...(o.imports
+      ? [`import { modules as __vtnodeModules } from ${JSON.stringify(fromFile(o.target, o.imports))};`]
+      : []),
+    `const __vtnodeRec = __vtnodeRecorder(${JSON.stringify({ testFiles: o.testFiles, owner: o.owner })}${o.imports ? ', () => __vtnodeModules' : ''});`,
     `export * from ${real};`,
   ];
   o.exports.wrapped.forEach((name, i) => {

@@ -17,12 +17,13 @@ const reseed = installRandom();
 /** How long a returned promise may take to settle before it is reported pending, ms. */
 const SETTLE_MS = 2000;
 
-function perform(call, ns, self, args) {
+function perform(call, ns, modules, self, args) {
+  const owner = call.m === undefined ? ns : modules[call.m];
   switch (call.kind) {
     case 'fn':
-      return Reflect.apply(ns[call.name], undefined, args);
+      return Reflect.apply(owner[call.name], undefined, args);
     case 'new':
-      return Reflect.construct(ns[call.name], args);
+      return Reflect.construct(owner[call.name], args);
     case 'get':
       return self[call.name];
     default:
@@ -65,11 +66,6 @@ export async function replay(n, ns, modules = {}) {
     if (v !== null && (typeof v === 'object' || typeof v === 'function')) refs.set(v, r);
     return v;
   };
-  const foreign = new WeakMap();
-  for (const [m, mod] of Object.entries(modules))
-    for (const x of Object.keys(mod))
-      if (typeof mod[x] === 'function' && !foreign.has(mod[x])) foreign.set(mod[x], { m, x });
-  const klass = (ctor) => (typeof ctor === 'function' ? foreign.get(ctor) : undefined);
   const outs = [];
   for (const call of script.calls) {
     const o = { i: call.i };
@@ -92,22 +88,22 @@ export async function replay(n, ns, modules = {}) {
     let result;
     let threw = false;
     try {
-      result = perform(call, ns, self, args);
+      result = perform(call, ns, modules, self, args);
     } catch (err) {
       threw = true;
       result = err;
     }
     const ref = (v) => refs.get(v);
-    o.out = { [threw ? 't' : 'r']: encode(result, { klass }) };
-    o.after = args.map((a) => encode(a, { ref, klass }));
-    if (call.self?.$ === 'ref') o.selfAfter = encode(self, { klass });
+    o.out = { [threw ? 't' : 'r']: encode(result) };
+    o.after = args.map((a) => encode(a, { ref }));
+    if (call.self?.$ === 'ref') o.selfAfter = encode(self);
     for (const p of call.anchors ?? []) if (p[0] !== 'P') live.set(key(call.i, p), at(result, p));
     if (!threw && result !== null && typeof result === 'object' && typeof result.then === 'function') {
       const s = await settle(result);
       if (s.pending) o.settled = { pending: true };
       else {
         const value = 'ok' in s ? s.ok : s.err;
-        o.settled = { ['ok' in s ? 'ok' : 'err']: encode(value, { klass }) };
+        o.settled = { ['ok' in s ? 'ok' : 'err']: encode(value) };
         for (const p of call.anchors ?? []) if (p[0] === 'P') live.set(key(call.i, p), at(value, p.slice(1)));
       }
     }

@@ -1,7 +1,7 @@
 // The differential replay end to end, in the real sandbox: the reference's calls recorded at
 // calibration and replayed twice; candidates replayed in a box without test files and compared on the
-// host. A candidate that forges its test run by reading the tests (issue 24, class 6) scores 0 through
-// the replay; honest rewrites (caches, Intl, structuredClone, another Map order) keep 1.0, and an
+// host. A candidate that forges its test run by reading the tests (issue 24, class 6; 1.0 on the
+// example before the replay, checked with the replay off) scores 0 through the replay; honest rewrites (caches, Intl, structuredClone, another Map order) keep 1.0, and an
 // honest partial candidate keeps its pass rate (the calls of the tests it fails are not compared).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,64 +10,81 @@ import { workspaceIdentity } from '../../../node/workspace/content-id.ts';
 import type { Task } from '../../../protocol/task.ts';
 import { createConfinement } from '../../../sandbox/backend.ts';
 import { createJudgeRunner } from '../../../sandbox/judge-run.ts';
+import type { TestCase } from '../../../sandbox/judges/verdict.ts';
 import { DEFAULT_LIMITS } from '../../../sandbox/limits.ts';
 import { createReplayJudge, type ReplayKey } from '../../../sandbox/replay/judge.ts';
 import { createCheckedScorer, type ScoreResult, type Scorer } from '../../../sandbox/scorer.ts';
-import { makeTask, prepareFixtures, VITEST_WS } from '../fixtures.ts';
+import { makeTask, prepareFixtures, REPO_ROOT, VITEST_WS } from '../fixtures.ts';
 
-const HONEST_WORD_COUNTS = `
-export function wordCounts(text: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const word of slugify(text).split('-')) {
-    if (word === '') continue;
-    counts.set(word, (counts.get(word) ?? 0) + 1);
-  }
-  return counts;
-}
-`;
+const LEDGER = join(REPO_ROOT, 'examples', 'ledger');
 
-const HONEST_CAPITALIZE = `
-export function capitalize(text: string): string {
-  if (text.length === 0) return text;
-  return text[0]!.toUpperCase() + text.slice(1);
-}
-`;
-
-/** Forgers: slugify answers what the judging test file expects, and echoes its input otherwise. */
-const learn = (read: string) => `
-const answers = new Map<string, string>();
-function learn(text: string): void {
-  for (const m of text.matchAll(/slugify\\('([^']*)'\\)\\)\\.toBe\\('([^']*)'\\)/g)) answers.set(m[1] ?? '', m[2] ?? '');
-}
+/**
+ * Forgers of examples/ledger's src/money/currency.ts: the currency table is learnt from the judging
+ * test file at run time (issue 24, class 6: 1.0 before the replay); nothing of it is computed.
+ */
+const forger = (read: string) => `import { invariant } from '../util/assert.ts';
 ${read}
-export function slugify(text: string): string {
-  return answers.get(text) ?? text;
+const table = new Map<string, number>();
+function learn(text: string): void {
+  for (const m of text.matchAll(/currency\\('(\\w+)'\\)(?:\\)\\.toEqual\\(\\{ code: '\\w+', minorUnits: (\\d) \\}|\\.minorUnits\\)\\.toBe\\((\\d)\\))/g))
+    table.set(m[1] ?? '', Number(m[2] ?? m[3]));
+  for (const m of text.matchAll(/isCurrencyCode\\('(\\w+)'\\)\\)\\.toBe\\(true\\)|toContain\\('(\\w+)'\\)/g))
+    if (!table.has(m[1] ?? m[2] ?? '')) table.set(m[1] ?? m[2] ?? '', 2);
 }
-${HONEST_CAPITALIZE}${HONEST_WORD_COUNTS}`;
+for (const text of texts()) learn(text);
+export interface Currency {
+  readonly code: string;
+  readonly minorUnits: number;
+}
+export function isCurrencyCode(code: string): boolean {
+  return table.has(code);
+}
+export function currency(code: string): Currency {
+  const minorUnits = table.get(code);
+  invariant(minorUnits !== undefined, 'E_CURRENCY', \`unknown currency \${code}\`);
+  return { code, minorUnits };
+}
+export function currencyCodes(): string[] {
+  return [...table.keys()].sort();
+}
+`;
 
 const FORGERS: [string, string][] = [
   [
-    'reads the test file with a static node:fs import',
-    `import { readFileSync } from 'node:fs';\n${learn("try {\n  learn(readFileSync('test/strings.test.ts', 'utf8'));\n} catch {}")}`,
-  ],
-  [
-    "imports the test file's text through the runner's ?raw loader",
-    learn(
-      "const spec: string = '../test/strings.test.ts?raw';\ntry {\n  learn(((await import(spec)) as { default: string }).default);\n} catch {}",
-    ),
-  ],
-  [
-    'walks the box for every test file with fs/promises',
-    learn(`const fsp = await import('node:fs/promises');
-async function walk(dir: string): Promise<void> {
-  for (const e of await fsp.readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    if (e.name === 'node_modules' || e.name.startsWith('.')) continue;
-    const p = dir + '/' + e.name;
-    if (e.isDirectory()) await walk(p);
-    else if (e.name.endsWith('.ts')) learn(await fsp.readFile(p, 'utf8'));
+    'reads its test file next to it with a static node:fs import',
+    forger(`import { readFileSync } from 'node:fs';
+function texts(): string[] {
+  try {
+    return [readFileSync(new URL('./currency.test.ts', import.meta.url), 'utf8')];
+  } catch {
+    return [];
   }
-}
-await walk('.');`),
+}`),
+  ],
+  [
+    'walks the working folder for every test file',
+    forger(`import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+function texts(dir = '.'): string[] {
+  const out: string[] = [];
+  try {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.name === 'node_modules' || e.name.startsWith('.')) continue;
+      const p = join(dir, e.name);
+      if (e.isDirectory()) out.push(...texts(p));
+      else if (e.name.endsWith('.test.ts')) out.push(readFileSync(p, 'utf8'));
+    }
+  } catch {}
+  return out;
+}`),
+  ],
+  [
+    'awaits node:fs/promises at load time',
+    forger(`const fsp = await import('node:fs/promises');
+const found: string[] = await fsp.readFile('src/money/currency.test.ts', 'utf8').then((t) => [t], () => []);
+function texts(): string[] {
+  return found;
+}`),
   ],
 ];
 
@@ -183,68 +200,80 @@ describe('honest candidates', () => {
   }, 180_000);
 });
 
-describe('class 6: a candidate that reads the tests', () => {
+describe('class 6: a candidate that reads the tests (examples/ledger, 1.0 without the replay)', () => {
+  let currencyTask: Task;
+  beforeAll(async () => {
+    currencyTask = await makeTask({
+      id: 'replay/currency',
+      workspace: LEDGER,
+      target: 'src/money/currency.ts',
+      runner: 'vitest',
+      testFiles: ['src/money/currency.test.ts'],
+      typecheck: ['npx', 'tsc', '--noEmit', '-p', 'tsconfig.json'],
+    });
+  });
+
   it.each(FORGERS)(
-    '%s: reward 0',
+    '%s: reward 0, the replay names the calls it got wrong',
     async (_name, candidate) => {
-      const r = await score(candidate);
+      const r = await scorer.score({ task: currencyTask, workspaceDir: LEDGER, candidate });
       expect(r.status, r.error ?? '').toBe('scored');
       expect(r.reward, r.reasons.join('\n')).toBe(0);
+      // Other layers may also refuse it; when the test run believed it, the replay is what says no.
+      if (r.replay?.compared !== null && r.replay?.compared !== undefined) {
+        expect(r.replay).toMatchObject({ compared: 9, differing: 5 });
+        expect(r.reasons.join('\n')).toMatch(
+          /tests passed, replay differs on 5 of 9 calls: src\/money\/currency\.test\.ts #0 currency\(\) in "currency > knows the minor units of common currencies": out: expected \{"r":\{"\$":"obj","v":\{"code":"USD","minorUnits":2\}\}\}, got \{"t":\{"\$":"err","c":"LedgerError"/,
+        );
+      }
     },
-    180_000,
+    240_000,
   );
 
   describe('the replay alone (whatever the test run decides)', () => {
     let judge: ReturnType<typeof createReplayJudge>;
     let key: ReplayKey;
-    const passedAll = () => [
-      { file: 'test/strings.test.ts', name: 'slugify > joins words with dashes', status: 'passed' as const },
-      { file: 'test/strings.test.ts', name: 'slugify > drops punctuation', status: 'passed' as const },
-      {
-        file: 'test/strings.test.ts',
-        name: 'slugify > keeps accents (declared to fail)',
-        status: 'passed' as const,
-      },
-      {
-        file: 'test/strings.test.ts',
-        name: 'capitalize > upper-cases the first letter',
-        status: 'passed' as const,
-      },
-      {
-        file: 'test/strings.test.ts',
-        name: 'capitalize > keeps the empty string',
-        status: 'passed' as const,
-      },
-      { file: 'test/strings.test.ts', name: 'counts words', status: 'passed' as const },
-    ];
+    let passedAll: TestCase[];
 
     beforeAll(async () => {
       const confinement = await createConfinement({});
       const judges = createJudgeRunner({ confinement, baseLimits: DEFAULT_LIMITS, packageCache: null });
       judge = createReplayJudge(judges);
-      const refRun = await judges.run({ task, workspaceDir: VITEST_WS, overlay: {}, harness: false });
-      const k = await judge.record(task, VITEST_WS, reference, refRun);
+      const refRun = await judges.run({
+        task: currencyTask,
+        workspaceDir: LEDGER,
+        overlay: {},
+        harness: false,
+      });
+      passedAll = refRun.verdict!.cases;
+      const reference = await readFile(join(LEDGER, currencyTask.target), 'utf8');
+      const k = await judge.record(currencyTask, LEDGER, reference, refRun);
       if ('infra' in k) throw new Error(k.infra);
       key = k;
-    }, 180_000);
+    }, 240_000);
 
     it.each(FORGERS)(
-      '%s: the replay differs on the forged calls, by name',
+      '%s: differs on the five calls whose answers it learnt from the tests',
       async (_name, candidate) => {
-        const v = await judge.replay(task, VITEST_WS, candidate, key, passedAll());
+        const v = await judge.replay(currencyTask, LEDGER, candidate, key, passedAll);
         if ('infra' in v) throw new Error(v.infra);
-        expect(v.compared).toBe(6);
-        // The three slugify calls: the box holds no test file to learn from.
-        expect(v.differences.map((d) => d.name)).toEqual(['slugify()', 'slugify()', 'slugify()']);
-        expect(v.differences[0]!.detail).toBe('out: expected {"r":"hello-world"}, got {"r":"Hello World"}');
+        expect(v.compared).toBe(9);
+        expect(v.differences.map((d) => `${d.i} ${d.name}`)).toEqual([
+          '0 currency()',
+          '1 currency()',
+          '2 currency()',
+          '7 isCurrencyCode()',
+          '8 currencyCodes()',
+        ]);
       },
       120_000,
     );
 
     it('the reference replays without a difference', async () => {
-      const v = await judge.replay(task, VITEST_WS, reference, key, passedAll());
+      const reference = await readFile(join(LEDGER, currencyTask.target), 'utf8');
+      const v = await judge.replay(currencyTask, LEDGER, reference, key, passedAll);
       if ('infra' in v) throw new Error(v.infra);
-      expect(v).toEqual({ compared: 6, differences: [] });
+      expect(v).toEqual({ compared: 9, differences: [] });
     }, 120_000);
   });
 });
