@@ -13,7 +13,7 @@ import { createJudgeRunner } from '../sandbox/judge-run.ts';
 import { DEFAULT_LIMITS } from '../sandbox/limits.ts';
 import { createReplayJudge } from '../sandbox/replay/judge.ts';
 
-const LEDGER = '../examples/ledger';
+const LEDGER = resolve(import.meta.dirname, '..', 'examples', 'ledger');
 const { tasks } = await mine({ root: LEDGER });
 const pick = tasks.filter((t) => t.kind === 'file').slice(0, Number(process.argv[2] ?? 4));
 const confinement = await createConfinement({});
