@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { sha256Hex } from '../protocol/canonical.ts';
 import { SentinelState } from './integrity/sentinel.ts';
 import { logger } from './log.ts';
+import { ReplayKey } from './replay/judge.ts';
 import { StrengthKey } from './strength.ts';
 
 const log = logger('vtnode:sandbox:cache');
@@ -32,6 +33,8 @@ export const StoredReference = z.object({
   time: z.object({ wallMs: z.number().nonnegative(), cpuMs: z.number().nonnegative() }).nullable(),
   /** `tests` tasks: the answer key of test strength (sandbox/strength.ts). */
   strength: StrengthKey.optional(),
+  /** `file` tasks: the differential replay's answer key (sandbox/replay/judge.ts). */
+  replay: ReplayKey.optional(),
 });
 export type StoredReference = z.infer<typeof StoredReference>;
 

@@ -18,6 +18,7 @@ import { MAX_REPORT_BYTES, readReport } from './judges/read-report.ts';
 import { exitCodeDisagreement, type Verdict, VerdictError } from './judges/verdict.ts';
 import { type Limits, limitsFor } from './limits.ts';
 import type { ReferenceTime } from './overrun.ts';
+import { removeTestFiles } from './replay/prune.ts';
 
 /** One judged run of a task's tests in a fresh box, classified. */
 export interface JudgeRun {
@@ -68,6 +69,8 @@ export interface JudgeRunRequest {
    * a run the backstop ends is an infrastructure failure.
    */
   reference?: ReferenceTime;
+  /** Remove every test file and test folder from the box before the overlay is written (a replay run). */
+  pruneTests?: boolean;
   signal?: AbortSignal;
 }
 
@@ -200,6 +203,7 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
       ? { wallMs: request.reference.wallMs * scale, cpuMs: request.reference.cpuMs * scale }
       : undefined;
     const { overlay, protect } = await judgedOverlay(request, box.dir, testFiles);
+    if (request.pruneTests) await removeTestFiles(box.dir, task.judge.testFiles);
     await box.write(overlay);
     const piped = judge.reportPipe && PIPE_REPORTS;
     const reportPath = piped ? null : await reportFile(box.dir);

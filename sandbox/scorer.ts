@@ -18,6 +18,8 @@ import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
 import { addedPatterns, LINTS } from './lints.ts';
 import { logger } from './log.ts';
 import type { OverrunVerdict, ReferenceTime } from './overrun.ts';
+import { formatDifference } from './replay/compare.ts';
+import { createReplayJudge, REPLAY_DIGEST, type ReplayKey, replayReason } from './replay/judge.ts';
 import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
 import { createStrengthJudge, type StrengthKey } from './strength.ts';
 import { addedTamper } from './tamper.ts';
@@ -51,6 +53,28 @@ export interface ScorerOptions {
   typecheckService?: boolean;
   /** Budgets of the type-check services (CPU per check, start, wall factor). */
   typecheckServiceOptions?: TypecheckStageOptions['serviceOptions'];
+  /**
+   * Differential replay of `file` tasks (default true): the reference's calls recorded at calibration,
+   * replayed against each candidate in a box without test files, compared on the host (sandbox/replay/).
+   */
+  replay?: boolean;
+}
+
+/** The differential replay of a candidate (file tasks), beside the test run's verdict. */
+export interface ReplaySummary {
+  /** Whether the task's calls replay (its answer key holds at least one call). */
+  replayable: boolean;
+  /** Why the task is not replayable, or null. */
+  why: string | null;
+  /** Calls the tests made into the reference, and those that replay (coverage: kept ÷ recorded). */
+  recorded: number;
+  kept: number;
+  /** Calls compared for this candidate (those of the tests it passed); null when it was not replayed. */
+  compared: number | null;
+  /** Of them, those whose outputs differ from the reference's; null when it was not replayed. */
+  differing: number | null;
+  /** The first differences, by name. */
+  differences: string[];
 }
 
 export interface ScoreRequest {
@@ -116,6 +140,8 @@ export interface ScoreResult {
   typecheckRun: RunSummary | null;
   /** The type-check service's answer, when it checked. */
   typecheckService: ServiceCheckSummary | null;
+  /** The differential replay (file tasks with the replay on), else null or absent. */
+  replay?: ReplaySummary | null;
 }
 
 /** Scores candidates for tasks, one confined box per run. */
@@ -141,6 +167,20 @@ interface Reference {
   time: ReferenceTime | null;
   /** Why the reference cannot judge candidates (the task is broken): every score is 0 with these. */
   problems: string[];
+  /** `file` tasks with the replay on: the replay's answer key (or why the task is not replayable). */
+  replay: ReplayKey | undefined;
+}
+
+function replaySummary(key: ReplayKey): ReplaySummary {
+  return {
+    replayable: key.replayable,
+    why: key.why,
+    recorded: key.recorded,
+    kept: key.kept,
+    compared: null,
+    differing: null,
+    differences: [],
+  };
 }
 
 const log = logger('vtnode:sandbox:scorer');
@@ -223,6 +263,7 @@ function toStored(ref: Reference): StoredReference {
     failure: ref.run.failure,
     time: ref.time,
     ...(ref.strength ? { strength: ref.strength } : {}),
+    ...(ref.replay ? { replay: ref.replay } : {}),
   };
 }
 
@@ -244,6 +285,7 @@ function fromStored(task: Task, content: string, fingerprint: string, s: StoredR
     strength: s.strength,
     time: s.time,
     problems: referenceProblems(task, content, run),
+    replay: s.replay,
   };
 }
 
@@ -269,6 +311,10 @@ export function createScorer(options: ScorerOptions): Scorer {
     ...(options.boxesDir ? { boxesDir: options.boxesDir } : {}),
   });
   const strength = createStrengthJudge(judges);
+  const replays = createReplayJudge(judges);
+  const replayOn = options.replay !== false;
+  /** Whether a task's reference must carry a replay key (made by this version of the replay). */
+  const wantsReplay = (task: Task) => replayOn && task.kind === 'file';
   const typechecks = createTypecheckStage({
     confinement,
     fresh: runTypecheck,
@@ -356,7 +402,9 @@ export function createScorer(options: ScorerOptions): Scorer {
     const fp = await fingerprintFor(task, workspaceDir);
     const key = referenceKey(fp, task.id, task.referenceHash, task.kind);
     const stored = await options.cache?.references.get(key);
-    if (stored && stored.contentHash === sha256Hex(content)) return fromStored(task, content, fp, stored);
+    const storedKeyFits = !wantsReplay(task) || stored?.replay?.digest === REPLAY_DIGEST;
+    if (stored && stored.contentHash === sha256Hex(content) && storedKeyFits)
+      return fromStored(task, content, fp, stored);
     const ref = await runReference(task, workspaceDir, content, fp, signal);
     // Only a good reference is kept: a broken or flaky one is run again next time.
     if (!('infra' in ref) && ref.problems.length === 0 && !task.judge.flaky)
@@ -383,7 +431,15 @@ export function createScorer(options: ScorerOptions): Scorer {
     if (key && 'problem' in key) problems.push(key.problem);
     const strengthKey = key && 'key' in key ? key.key : undefined;
     const time = run.run ? { wallMs: run.run.usage.wallMs, cpuMs: run.run.usage.cpuMs } : null;
-    return { content, fingerprint: fp, run, strength: strengthKey, time, problems };
+    // The replay's answer key: recorded from a reference that passes its tests (else there is none).
+    let replay: ReplayKey | undefined;
+    if (wantsReplay(task) && problems.length === 0) {
+      const recorded = await replays.record(task, workspaceDir, content, run, signal);
+      if ('infra' in recorded)
+        return { infra: `the reference's replay could not be recorded: ${recorded.infra}` };
+      replay = recorded;
+    }
+    return { content, fingerprint: fp, run, strength: strengthKey, time, problems, replay };
   }
 
   function reference(task: Task, workspaceDir: string, signal?: AbortSignal) {
@@ -483,6 +539,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       run: run ? summary(run) : null,
       typecheckRun: null,
       typecheckService: null,
+      replay: null,
     };
   }
 
@@ -542,6 +599,21 @@ export function createScorer(options: ScorerOptions): Scorer {
         lintFactor,
         typecheck: 'not-configured',
       };
+      // The second verdict, out of the candidate's reach: its outputs on the recorded calls, compared here.
+      let replay: ReplaySummary | null = ref.replay ? replaySummary(ref.replay) : null;
+      if (ref.replay?.replayable && replay && verdict && candidate !== ref.content && couldEarn(input)) {
+        const replayed = await replays.replay(task, workspaceDir, candidate, ref.replay, own, req.signal);
+        if ('infra' in replayed)
+          return errorResult(task, replayed.infra, warnings, ref.fingerprint, cand.run);
+        replay = {
+          ...replay,
+          compared: replayed.compared,
+          differing: replayed.differences.length,
+          differences: replayed.differences.slice(0, 10).map(formatDifference),
+        };
+        const why = replayReason(replayed);
+        if (why) input = { ...input, verdictReasons: [...input.verdictReasons, why] };
+      }
       // The costly stages run only for a candidate that could still earn a positive reward.
       if (task.kind === 'tests' && couldEarn(input)) {
         const measured = await strengthStage(task, workspaceDir, candidate, ref, req.signal);
@@ -600,6 +672,7 @@ export function createScorer(options: ScorerOptions): Scorer {
         run: cand.run ? summary(cand.run) : null,
         typecheckRun: checked?.run ? summary(checked.run) : null,
         typecheckService: checked?.service ?? null,
+        replay,
       };
     },
   };
