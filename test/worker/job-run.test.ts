@@ -15,6 +15,7 @@ import {
 } from '../../protocol/job.ts';
 import { createJobSequence, type JobStep } from '../../protocol/job-sequence.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
+import { notYet, pollFor } from '../helpers/poll.ts';
 import { jobRequest, resultFor, sampleTask } from '../helpers/samples.ts';
 
 const SUBMITTER = '12D3KooWsubmitter';
@@ -55,8 +56,7 @@ function stream(request: JobRequest) {
     /** Resolves with the stream's error (a protocol violation included), or null after a clean end. */
     over,
     async until(predicate: () => boolean, what: string) {
-      for (let i = 0; i < 200 && !predicate(); i++) await new Promise((r) => setTimeout(r, 5));
-      if (!predicate()) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(steps)}`);
+      await pollFor(() => predicate() || notYet(steps), { what, timeoutMs: 1000, pauseMs: 5 });
     },
   };
 }
