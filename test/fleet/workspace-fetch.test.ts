@@ -142,9 +142,8 @@ describe('a laptop that joined with --fetch-workspaces', () => {
         .slice(-15);
       throw new Error(`${err.message}\n${said.join('\n')}`);
     });
-    const out = laptop.proc.output();
-    expect(out).toMatch(new RegExp(`dropping workspace holder ${holderPeer}`));
-    expect(out).toMatch(/workspace sha256:[0-9a-f]+ ready in .*installed \(npm ci\)/);
+    await laptop.proc.waitFor(new RegExp(`dropping workspace holder ${holderPeer}`));
+    await laptop.proc.waitFor(/workspace sha256:[0-9a-f]+ ready in .*installed \(npm ci\)/);
     expect(before).toBeLessThan(30); // the kill came before the fetch was done
     // Nothing untracked or withheld arrived; the partial dir is gone.
     const names = await readdir(join(laptop.dataDir, 'workspaces'));
