@@ -54,7 +54,7 @@ export interface Proc {
   child: ChildProcess;
   output(): string;
   exited: Promise<number | null>;
-  /** Waits until the output matches `pattern` (bounded). */
+  /** Waits until the output matches `pattern` (bounded: 60 s by default, a start on a loaded machine is slow). */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
 
@@ -136,7 +136,7 @@ export class Sandbox {
       child,
       output: () => out,
       exited: exitedAndRead(child),
-      waitFor: (pattern, timeoutMs = 20_000) =>
+      waitFor: (pattern, timeoutMs = 60_000) =>
         waitForOutput(child, () => out, pattern, { timeoutMs, name: args[0] ?? 'vtnode' }),
     };
     this.procs.push(proc);
