@@ -70,18 +70,27 @@ export function exitedAndRead(child: ChildProcess): Promise<number | null> {
   });
 }
 
-/** Waits until a process's output matches `pattern` (bounded); fails early, with the output, if it exits. */
+/**
+ * Waits until a process's output matches `pattern` (bounded); fails early, with the output, once it has
+ * exited AND its output was read to the end (the line may still be in the pipe at 'exit'), or 2 s after
+ * its exit should a process it started hold its pipes.
+ */
 export async function waitForOutput(
   child: ChildProcess,
   output: () => string,
   pattern: RegExp,
   o: { timeoutMs: number; name: string },
 ): Promise<void> {
+  let exitSeenAt: number | null = null;
+  const allRead = () => (child.stdout?.closed ?? true) && (child.stderr?.closed ?? true);
   await pollFor(
     () => {
       if (pattern.test(output())) return true;
-      if (child.exitCode !== null || child.signalCode !== null)
-        throw new GiveUp(`${o.name} exited (${child.exitCode ?? child.signalCode}) before ${pattern}`);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        exitSeenAt ??= Date.now();
+        if (allRead() || Date.now() - exitSeenAt > 2000)
+          throw new GiveUp(`${o.name} exited (${child.exitCode ?? child.signalCode}) before ${pattern}`);
+      }
       return notYet(`no match in ${output().length} chars of output`);
     },
     { what: `${o.name} to print ${pattern}`, timeoutMs: o.timeoutMs, pauseMs: 50 },
