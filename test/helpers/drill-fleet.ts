@@ -14,7 +14,7 @@ import { type Proc, type Sandbox, vtnode } from './cli.ts';
 import { INTERVAL } from './fleet.ts';
 import { collectorArgs } from './load-fleet.ts';
 import type { TestNetwork } from './netns.ts';
-import { type Checked, pollFor } from './poll.ts';
+import { type Checked, notYet, pollFor } from './poll.ts';
 
 const run = promisify(execFile);
 const NODE = join(import.meta.dirname, 'fast-scoring-node.ts');
@@ -160,7 +160,9 @@ export class DrillFleet {
           const ready = st.nodes.filter(
             (n) => n.models.length > 0 && n.sandbox.ok && n.workspaces.length > 0,
           );
-          return st.nodes.length === HOSTS && ready.length === WORKERS.length ? st : null;
+          return st.nodes.length === HOSTS && ready.length === WORKERS.length
+            ? st
+            : notYet(`${st.nodes.length} nodes, ${ready.length} ready workers`);
         },
         150_000,
         `fleet ${name}: ${HOSTS} nodes, ${WORKERS.length} ready workers`,
