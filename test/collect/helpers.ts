@@ -101,7 +101,7 @@ export interface WorkerProc {
   child: ChildProcess;
   /** Its output so far (stdout, and stderr as text). */
   output(): string;
-  /** Waits until its output matches `pattern` (bounded; fails early if it exits). */
+  /** Waits until its output matches `pattern` (bounded: 60 s by default; fails early if it exits). */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
   /** Kills it with SIGKILL and waits for the exit. */
   kill(): Promise<void>;
@@ -152,7 +152,7 @@ export function workerProc(
   return {
     child,
     output: () => out,
-    waitFor: (pattern, timeoutMs = 30_000) =>
+    waitFor: (pattern, timeoutMs = 60_000) =>
       waitForOutput(child, () => out, pattern, { timeoutMs, name: `worker ${opts.name}` }),
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
