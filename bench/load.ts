@@ -15,6 +15,7 @@ import { eventually, type Proc, Sandbox, vtnode } from '../test/helpers/cli.ts';
 import { collectorStatus } from '../test/helpers/collect.ts';
 import { INTERVAL, initFleet, peerIdOf, status, waitForPeers } from '../test/helpers/fleet.ts';
 import { collectorArgs, datasetIds, readyWorkers } from '../test/helpers/load-fleet.ts';
+import { notYet } from '../test/helpers/poll.ts';
 
 const NODE = join(import.meta.dirname, '..', 'test', 'helpers', 'fast-scoring-node.ts');
 const TASKS = 25;
@@ -119,8 +120,17 @@ async function main(): Promise<void> {
     const ids = datasets.map(datasetIds);
     assert.equal(ids[0]!.length, TOTAL);
     assert.deepEqual(ids[1], ids[0]);
-    const [c0, c1] = await Promise.all(collectorDirs.map(collectorStatus));
-    assert.equal(c1!.contentDigest, c0!.contentDigest);
+    // Both snapshots awaited until they agree (each collector writes its own, on its own time; a late
+    // second claim of a backed-up job reaches one before the other); a timeout shows both.
+    const [c0, c1] = await eventually(
+      async () => {
+        const both = await Promise.all(collectorDirs.map(collectorStatus));
+        const agree = both[0] && both[1] && both[0].contentDigest === both[1].contentDigest;
+        return agree ? both : notYet(both.map((c) => c && { content: c.contentDigest, stats: c.stats }));
+      },
+      60_000,
+      'both collectors to hold the same content',
+    );
     // Each collector measures every body's lag, from its scoring at the origin to its storing here.
     const lag = (s: typeof c0) => ({ p50: s!.stats.lagP50Ms, p99: s!.stats.lagP99Ms });
 

@@ -18,6 +18,7 @@ import {
 } from '../helpers/campaign.ts';
 import { eventually, type Proc, Sandbox } from '../helpers/cli.ts';
 import { initFleet, joinNode, startNode, status, waitForPeers } from '../helpers/fleet.ts';
+import { notYet } from '../helpers/poll.ts';
 
 const box = new Sandbox();
 let fleet: TestFleet;
@@ -203,7 +204,13 @@ describe('jobs survive a stalled or disconnected worker', () => {
       ).toBe(planned);
       for (const t of json.tasks) expect(t.nodes, t.taskId).toHaveLength(1);
       // The job stream to the victim broke and was re-attached (not re-placed).
-      expect(since).toMatch(new RegExp(`re-attached to ${fleet.peers[victim]}`));
+      // (The daemon's log is another process's pipe: awaited, not read once after the campaign's exit.)
+      const reattached = new RegExp(`re-attached to ${fleet.peers[victim]}`);
+      await eventually(
+        async () => reattached.test(submitter.output().slice(logged)) || notYet(story),
+        10_000,
+        `the submitter to log ${reattached}`,
+      );
       console.log(`cut: requests per server ${perServer.join(' / ')} for ${planned} samples`);
     },
     240_000,

@@ -69,7 +69,7 @@ describe('vtnode collect (separate processes on loopback)', () => {
     );
     expect(s2.contentDigest).toBe(s1.contentDigest);
     // The restarted collector got what it missed over /vtnode/log/2, not from gossip.
-    expect(c2.output()).toMatch(/caught up \d+ digests of \S+ from/);
+    await c2.waitFor(/caught up \d+ digests of \S+ from/);
     expect(s1.trust.map((t) => t.trust)).toEqual([1, 1]);
     expect(s1.trust.map((t) => t.highWater)).toEqual([120, 120]);
 

@@ -6,6 +6,7 @@ import type { CollectorStatus } from '../../node/collector/node.ts';
 import { eventually, Sandbox, vtnode } from '../helpers/cli.ts';
 import { collectorStatus } from '../helpers/collect.ts';
 import { INTERVAL, initFleet } from '../helpers/fleet.ts';
+import { notYet } from '../helpers/poll.ts';
 import { sampleTask } from '../helpers/samples.ts';
 import { workerProc } from './helpers.ts';
 
@@ -106,8 +107,17 @@ describe('collectors converge after a worker died for good (separate processes o
       60_000,
       'collector 2 complete',
     );
-    const s1 = (await collectorStatus(d1))!;
-    expect(s2.contentDigest).toBe(s1.contentDigest);
+    // Collector 1's snapshot is awaited too (another process's file): both complete, the same content.
+    const s1 = await eventually(
+      async () => {
+        const s = complete(await collectorStatus(d1));
+        return s && s.contentDigest === s2.contentDigest
+          ? s
+          : notYet({ c1: s?.contentDigest, c2: s2.contentDigest });
+      },
+      20_000,
+      'collector 1 to hold what collector 2 holds',
+    );
     // No honest worker (nor the other collector) is suspect at either collector.
     for (const s of [s1, s2]) {
       expect(s.trust.map((t) => t.suspect)).toEqual(s.trust.map(() => false));

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPair } from '@libp2p/crypto/keys';
 import type { PrivateKey } from '@libp2p/interface';
-import { sleep } from '../../node/async/sleep.ts';
 import {
   createLogServer,
   createSampleServer,
@@ -15,8 +14,12 @@ import {
 import { digestSigner } from '../../node/digests/signature.ts';
 import { createHost, type Host } from '../../node/fleet/host.ts';
 import { openSampleLog, type SampleLog } from '../../node/worker/sample-log.ts';
+import type { SampleBody } from '../../protocol/sample.ts';
 import { digestTopic } from '../../protocol/topics.ts';
+import { exitedAndRead, waitForOutput } from '../helpers/cli.ts';
 import { logTextStream } from '../helpers/log-lines.ts';
+import { type Checked, pollFor } from '../helpers/poll.ts';
+import { sampleBody } from '../helpers/samples.ts';
 
 export const FLEET = 'collect-test';
 
@@ -58,19 +61,9 @@ export async function connect(a: Host, b: Host): Promise<void> {
   await a.dial(b.getMultiaddrs()[0]!, { signal: AbortSignal.timeout(5000) });
 }
 
-/** Polls `check` until it returns a non-null value (bounded). */
-export async function until<T>(
-  check: () => T | null | undefined | false,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+/** Polls `check` (every 50 ms) until it returns a truthy value (bounded; `notYet(seen)` is reported on timeout). */
+export function until<T>(check: () => Checked<T>, what: string, timeoutMs = 15_000): Promise<T> {
+  return pollFor(check, { what, timeoutMs, pauseMs: 50 });
 }
 
 /** A temp dir removed by the returned cleanup. */
@@ -79,12 +72,36 @@ export async function tempDir(prefix: string): Promise<{ dir: string; cleanup():
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
+/** What a worker process (worker-proc.ts) is: its name, the namespace of its samples, whether it logs task rows. */
+export interface WorkerProcPlan {
+  /** Its name (a `tamper` worker's own task is named after it). */
+  name: string;
+  /** Namespace its samples are drawn from (default `name`). */
+  namespace?: string;
+  /** Each sample logged with its task row (`tamper`: a task of its own every fifth sample). */
+  taskRows?: 'honest' | 'tamper';
+}
+
+/** The `i`-th sample body worker-proc.ts logs (a test plans the sample ids it waits for from these). */
+export function workerProcBody(plan: WorkerProcPlan, i: number): SampleBody {
+  const ns = plan.namespace ?? plan.name;
+  const taskId = !plan.taskRows
+    ? `${ns}-task-${i % 10}`
+    : plan.taskRows === 'tamper' && i % 5 === 4
+      ? `${plan.name}-own-task`
+      : `${ns}-task-${i % 3}`;
+  return sampleBody(taskId, i % 2 ? 'qwen' : 'llama', i, {
+    reward: i % 4 === 0 ? 0 : 1,
+    candidate: `// ${ns} ${i}\nexport const f = () => ${i};\n`,
+  });
+}
+
 /** A worker process of test/collect/worker-proc.ts (a sample log, its digests gossiped and served). */
 export interface WorkerProc {
   child: ChildProcess;
   /** Its output so far (stdout, and stderr as text). */
   output(): string;
-  /** Waits until its output matches `pattern` (bounded; fails early if it exits). */
+  /** Waits until its output matches `pattern` (bounded: 60 s by default; fails early if it exits). */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
   /** Kills it with SIGKILL and waits for the exit. */
   kill(): Promise<void>;
@@ -105,13 +122,19 @@ export function workerProc(
     namespace?: string;
     /** Log each sample with its task row and serve the rows (`tamper`: altered), see worker-proc.ts. */
     taskRows?: 'honest' | 'tamper';
+    /** Serve the last sample's body only after SIGUSR2 (`release()`), see worker-proc.ts. */
+    withholdLast?: boolean;
   },
 ): WorkerProc {
   const args = [opts.token, opts.logPath, opts.name, String(opts.total), String(opts.intervalMs)];
   if (opts.namespace) args.push(opts.namespace);
   const child = spawn(process.execPath, [join(import.meta.dirname, 'worker-proc.ts'), ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    ...(opts.taskRows ? { env: { ...process.env, VT_TASK_ROWS: opts.taskRows } } : {}),
+    env: {
+      ...process.env,
+      ...(opts.taskRows ? { VT_TASK_ROWS: opts.taskRows } : {}),
+      ...(opts.withholdLast ? { VT_WITHHOLD_LAST: '1' } : {}),
+    },
   });
   procs.push(child);
   let out = '';
@@ -125,20 +148,12 @@ export function workerProc(
   child.stderr.on('end', () => {
     out += stderrText.end();
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = exitedAndRead(child);
   return {
     child,
     output: () => out,
-    async waitFor(pattern, timeoutMs = 30_000) {
-      const end = Date.now() + timeoutMs;
-      while (!pattern.test(out)) {
-        if (Date.now() > end)
-          throw new Error(`worker ${opts.name}: timed out waiting for ${pattern}\n${out}`);
-        if (child.exitCode !== null)
-          throw new Error(`worker ${opts.name} exited (${child.exitCode}):\n${out}`);
-        await sleep(50);
-      }
-    },
+    waitFor: (pattern, timeoutMs = 60_000) =>
+      waitForOutput(child, () => out, pattern, { timeoutMs, name: `worker ${opts.name}` }),
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;

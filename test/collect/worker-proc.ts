@@ -9,20 +9,28 @@
 // an executor logs a job's task) and /vtnode/task/1 serves the rows; `tamper` serves every row
 // altered (same id, another prompt) under its true hash, and also runs a task of its own NAME that
 // no other worker runs (every fifth sample).
+// VT_WITHHOLD_LAST=1: the last body is served only after SIGUSR2 (see withholdLast).
 import { dirname, join } from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
 import { acceptToken } from '../../cli/commands/join.ts';
 import { DataDir } from '../../node/data-dir.ts';
 import { digestOf } from '../../node/digests/codec.ts';
 import { createDigestGossip } from '../../node/digests/gossip.ts';
-import { createLogServer, createSampleServer, logBodies, logDigests } from '../../node/digests/servers.ts';
+import {
+  type BodySource,
+  createLogServer,
+  createSampleServer,
+  logBodies,
+  logDigests,
+} from '../../node/digests/servers.ts';
 import { digestSigner } from '../../node/digests/signature.ts';
 import { createTaskServer } from '../../node/digests/task-server.ts';
 import { createFleet } from '../../node/fleet/fleet.ts';
 import { startMemberHost } from '../../node/membership/member-host.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
 import { advertTopic, digestTopic } from '../../protocol/topics.ts';
-import { sampleBody, sampleTask } from '../helpers/samples.ts';
+import { sampleTask } from '../helpers/samples.ts';
+import { type WorkerProcPlan, workerProcBody } from './helpers.ts';
 
 const [token, logPath, name, total, intervalMs, namespace = name] = process.argv.slice(2);
 // A member like any other: the token's invitation is exchanged for a certificate (its own data dir
@@ -42,9 +50,15 @@ const log = openSampleLog({
   origin: host.peerId.toString(),
   signer: digestSigner(privateKey),
 });
-await createSampleServer({ host, source: logBodies(log) });
+const bodies = logBodies(log);
+await createSampleServer({ host, source: process.env.VT_WITHHOLD_LAST ? withholdLast(bodies) : bodies });
 await createLogServer({ host, source: logDigests(log) });
 const taskRows = process.env.VT_TASK_ROWS;
+const plan: WorkerProcPlan = {
+  name: name!,
+  namespace: namespace!,
+  ...(taskRows === 'honest' || taskRows === 'tamper' ? { taskRows } : {}),
+};
 if (taskRows === 'honest') await createTaskServer({ host, source: log });
 if (taskRows === 'tamper')
   await createTaskServer({
@@ -60,6 +74,26 @@ if (taskRows === 'tamper')
         })),
     },
   });
+/**
+ * VT_WITHHOLD_LAST=1: the body of the last sample (seq TOTAL) is not served (each request for it prints
+ * `withheld seq N`) until the process gets SIGUSR2 (it prints `released`): a body whose fetch is late.
+ */
+function withholdLast(source: BodySource): BodySource {
+  const last = Number(total);
+  let released = false;
+  process.on('SIGUSR2', () => {
+    released = true;
+    process.stdout.write('released\n');
+  });
+  return {
+    getRows(keys) {
+      const rows = source.getRows(keys);
+      if (released || !rows.some((r) => r.seq === last)) return rows;
+      process.stdout.write(`withheld seq ${last}\n`);
+      return rows.filter((r) => r.seq !== last);
+    },
+  };
+}
 const gossip = createDigestGossip({ host, fleetId: fleet.fleet, members: membership });
 // Advertise like a daemon does, so every member (a restarted collector too) learns this worker's address.
 createFleet({
@@ -98,15 +132,8 @@ const step = async () => {
     process.stdout.write('done\n');
     return;
   }
-  const taskId = !taskRows
-    ? `${namespace}-task-${i % 10}`
-    : taskRows === 'tamper' && i % 5 === 4
-      ? `${name}-own-task`
-      : `${namespace}-task-${i % 3}`;
-  const body = sampleBody(taskId, i % 2 ? 'qwen' : 'llama', i, {
-    reward: i % 4 === 0 ? 0 : 1,
-    candidate: `// ${namespace} ${i}\nexport const f = () => ${i};\n`,
-  });
+  const body = workerProcBody(plan, i);
+  const taskId = body.taskId;
   // The task's prompt is the helpers' default (the body's promptFingerprint); its group is its id.
   const logged = taskRows ? log.append(body, { ...sampleTask(taskId), group: taskId }) : log.append(body);
   await gossip.publish(digestOf(logged));

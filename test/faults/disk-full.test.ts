@@ -15,6 +15,7 @@ import type { Task } from '../../protocol/task.ts';
 import { LEDGER, MODEL, mineLedger, runCampaign, writeTasks } from '../helpers/campaign.ts';
 import { eventually, type Proc, Sandbox, vtnode } from '../helpers/cli.ts';
 import { INTERVAL, initFleet, startNode, status, waitForPeers } from '../helpers/fleet.ts';
+import { notYet } from '../helpers/poll.ts';
 import { canMount, fillDisk, freeDisk, mountTmpfs, unmount } from '../helpers/storage.ts';
 
 const box = new Sandbox();
@@ -115,18 +116,21 @@ afterAll(async () => {
 });
 
 type CollectorSection = NonNullable<FleetStatus['collector']> & {
-  stats: { digests: number; bodies: number; pending: number };
+  stats: { digests: number; samples: number; bodies: number; pending: number };
 };
 const collectorStatus = async () => (await status(collectorDir)).collector as CollectorSection;
 const capacityOf = async (peer: string) =>
   (await status(dirs[0]!)).nodes.find((n) => n.peerId === peer)?.load.capacity;
 
-/** Waits until the collector holds `n` digests, every body fetched. */
+/**
+ * Waits until the collector holds `n` sample ids, every body fetched. Distinct ids, not digests: a job
+ * backed up on a slow machine leaves a second claim of its samples by another origin (more digests).
+ */
 const collected = (n: number, timeoutMs = 60_000) =>
   eventually(
     async () => {
       const c = await collectorStatus();
-      return c.stats.digests === n && c.stats.bodies === n && c.stats.pending === 0 ? c : null;
+      return c.stats.samples === n && c.stats.pending === 0 ? c : notYet(c.stats);
     },
     timeoutMs,
     `the collector to hold ${n} samples`,

@@ -18,7 +18,7 @@ import { sampleId, sampleSeed } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import { MODEL, mineLedger, type RunJson, writeTasks } from '../helpers/campaign.ts';
 import { Sandbox, vtnode } from '../helpers/cli.ts';
-import { collectorStatus } from '../helpers/collect.ts';
+import { collectorHolds, collectorStatus } from '../helpers/collect.ts';
 import {
   CAMPAIGN_SEED,
   COLLECTORS,
@@ -115,18 +115,17 @@ function contentById(rows: DatasetSample[]): Map<string, string> {
 
 /** Waits until both collectors hold every id of `want` with a body, nothing pending (bounded). */
 async function collectorsHold(f: Fleet, want: Set<string>, what: string): Promise<void> {
-  await poll(
-    async () => {
-      for (const h of COLLECTORS) {
-        const st = await collectorStatus(f.dirs[h]!);
-        const held = new Set(datasetSamples(f.datasets.get(h)!).map((s) => s.sampleId));
-        if (st?.stats.pending !== 0 || [...want].some((id) => !held.has(id))) return false;
-      }
-      return true;
-    },
-    120_000,
-    `both collectors to hold ${what}`,
-    2000,
+  await Promise.all(
+    COLLECTORS.map((h) =>
+      collectorHolds({
+        dataDir: f.dirs[h]!,
+        dataset: f.datasets.get(h)!,
+        want,
+        what: `the collector on host ${h} to hold ${what}`,
+        timeoutMs: 120_000,
+        pauseMs: 2000,
+      }),
+    ),
   ).catch((err: Error) => {
     throw new Error(`${err.message}\n${drill.tails(f)}`);
   });

@@ -4,6 +4,7 @@ import { createEmulator, type Emulator, type EmulatorOptions } from '../../node/
 import { Task } from '../../protocol/task.ts';
 import { REPO, type Sandbox, vtnode } from './cli.ts';
 import { initFleet, joinNode, peerIdOf, startNode, waitForPeers } from './fleet.ts';
+import { notYet } from './poll.ts';
 
 export const LEDGER = join(REPO, 'examples', 'ledger');
 export const MODEL = 'coder';
@@ -98,9 +99,16 @@ export async function waitReady(dir: string, n: number): Promise<void> {
   await eventually(
     async () => {
       const s = await status(dir);
-      return (
-        s.nodes.length === n &&
-        s.nodes.every((x) => x.models.length > 0 && x.sandbox.ok && x.workspaces.length > 0)
+      const ready = (x: (typeof s.nodes)[number]) =>
+        x.models.length > 0 && x.sandbox.ok && x.workspaces.length > 0;
+      if (s.nodes.length === n && s.nodes.every(ready)) return true;
+      return notYet(
+        s.nodes.map((x) => ({
+          node: x.peerId.slice(-8),
+          models: x.models.length,
+          sandbox: x.sandbox,
+          workspaces: x.workspaces.length,
+        })),
       );
     },
     60_000,

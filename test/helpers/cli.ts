@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sleep } from '../../node/async/sleep.ts';
 import { logText, logTextStream } from './log-lines.ts';
+import { type Checked, GiveUp, notYet, pollFor } from './poll.ts';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(REPO, 'bin', 'vtnode.js');
@@ -53,8 +54,49 @@ export interface Proc {
   child: ChildProcess;
   output(): string;
   exited: Promise<number | null>;
-  /** Waits until the output matches `pattern` (bounded). */
+  /** Waits until the output matches `pattern` (bounded: 60 s by default, a start on a loaded machine is slow). */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+/**
+ * Resolves with a child's exit code once it exited AND its stdout/stderr were read to the end ('close'):
+ * on 'exit' alone the last lines (a `--json` summary, a final log line) may still be in the pipe. Should a
+ * process it started keep the pipes open, the exit code comes 2 s after the exit.
+ */
+export function exitedAndRead(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.once('close', (code) => resolve(code));
+    child.once('exit', (code) => setTimeout(() => resolve(code), 2000).unref());
+  });
+}
+
+/**
+ * Waits until a process's output matches `pattern` (bounded); fails early, with the output, once it has
+ * exited AND its output was read to the end (the line may still be in the pipe at 'exit'), or 2 s after
+ * its exit should a process it started hold its pipes.
+ */
+export async function waitForOutput(
+  child: ChildProcess,
+  output: () => string,
+  pattern: RegExp,
+  o: { timeoutMs: number; name: string },
+): Promise<void> {
+  let exitSeenAt: number | null = null;
+  const allRead = () => (child.stdout?.closed ?? true) && (child.stderr?.closed ?? true);
+  await pollFor(
+    () => {
+      if (pattern.test(output())) return true;
+      if (child.exitCode !== null || child.signalCode !== null) {
+        exitSeenAt ??= Date.now();
+        if (allRead() || Date.now() - exitSeenAt > 2000)
+          throw new GiveUp(`${o.name} exited (${child.exitCode ?? child.signalCode}) before ${pattern}`);
+      }
+      return notYet(`no match in ${output().length} chars of output`);
+    },
+    { what: `${o.name} to print ${pattern}`, timeoutMs: o.timeoutMs, pauseMs: 50 },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; output:\n${output()}`);
+  });
 }
 
 /** Tracks processes and temp dirs of one test file, so afterAll can clean everything up. */
@@ -99,20 +141,12 @@ export class Sandbox {
     child.stderr!.on('end', () => {
       out += stderrText.end();
     });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const proc: Proc = {
       child,
       output: () => out,
-      exited,
-      async waitFor(pattern, timeoutMs = 20_000) {
-        const deadline = Date.now() + timeoutMs;
-        while (!pattern.test(out)) {
-          if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; output:\n${out}`);
-          if (child.exitCode !== null)
-            throw new Error(`process exited (${child.exitCode}) before ${pattern}:\n${out}`);
-          await sleep(50);
-        }
-      },
+      exited: exitedAndRead(child),
+      waitFor: (pattern, timeoutMs = 60_000) =>
+        waitForOutput(child, () => out, pattern, { timeoutMs, name: args[0] ?? 'vtnode' }),
     };
     this.procs.push(proc);
     return proc;
@@ -127,26 +161,12 @@ export class Sandbox {
   }
 }
 
-/** Polls `fn` until it returns a truthy value or the time runs out. */
-export async function eventually<T>(
-  fn: () => Promise<T | undefined | null | false>,
-  timeoutMs: number,
-  what: string,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(200);
-  }
-  throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
-  );
+/**
+ * Polls `fn` (every 200 ms) until it returns a truthy value or the time runs out; return `notYet(seen)`
+ * (helpers/poll.ts) instead of null to have the timeout say what it last saw.
+ */
+export function eventually<T>(fn: () => Promise<Checked<T>>, timeoutMs: number, what: string): Promise<T> {
+  return pollFor(fn, { what, timeoutMs, pauseMs: 200 });
 }
 
 /** A TCP port free on loopback right now. */

@@ -7,7 +7,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { sleep } from '../../node/async/sleep.ts';
 import type { EmulatorStats, FaultsInput } from '../../node/model-server/emulator.ts';
 import type { FleetStatus } from '../../node/status.ts';
 import { LEDGER, MODEL, type RunJson } from './campaign.ts';
@@ -15,6 +14,7 @@ import { type Proc, type Sandbox, vtnode } from './cli.ts';
 import { INTERVAL } from './fleet.ts';
 import { collectorArgs } from './load-fleet.ts';
 import type { TestNetwork } from './netns.ts';
+import { type Checked, notYet, pollFor } from './poll.ts';
 
 const run = promisify(execFile);
 const NODE = join(import.meta.dirname, 'fast-scoring-node.ts');
@@ -56,26 +56,13 @@ export interface Fleet {
 }
 
 /** Bounded polling with a pause between tries (status calls spawn a process: poll gently on 2 cores). */
-export async function poll<T>(
-  fn: () => Promise<T | null | undefined | false>,
+export function poll<T>(
+  fn: () => Promise<Checked<T>>,
   timeoutMs: number,
   what: string,
   pauseMs = 1000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown = null;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(pauseMs);
-  }
-  throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
-  );
+  return pollFor(fn, { what, timeoutMs, pauseMs });
 }
 
 export class DrillFleet {
@@ -173,7 +160,9 @@ export class DrillFleet {
           const ready = st.nodes.filter(
             (n) => n.models.length > 0 && n.sandbox.ok && n.workspaces.length > 0,
           );
-          return st.nodes.length === HOSTS && ready.length === WORKERS.length ? st : null;
+          return st.nodes.length === HOSTS && ready.length === WORKERS.length
+            ? st
+            : notYet(`${st.nodes.length} nodes, ${ready.length} ready workers`);
         },
         150_000,
         `fleet ${name}: ${HOSTS} nodes, ${WORKERS.length} ready workers`,

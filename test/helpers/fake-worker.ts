@@ -6,6 +6,7 @@ import type { JobExecutor } from '../../node/worker/executor.ts';
 import type { JobRequest, WorkerMessage } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
+import { notYet, pollFor } from './poll.ts';
 import { EVAL_FP } from './samples.ts';
 
 /** A scorer whose every call passes (reward 1) once `gate()` resolves (at once by default). */
@@ -110,10 +111,9 @@ export function localJob(executor: JobExecutor, request: JobRequest) {
   return { messages, done, cancel: () => wire.send({ type: 'cancel', jobId: request.jobId }) };
 }
 
-/** Waits (5 s at most, polling every 5 ms) until `ok()`. */
-export async function until(ok: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!ok()) throw new Error(`timed out waiting for ${what}`);
+/** Waits (5 s at most, polling every 5 ms) until `ok()`; `seen()` says on timeout what was there instead. */
+export async function until(ok: () => boolean, what: string, seen?: () => unknown): Promise<void> {
+  await pollFor(() => ok() || notYet(seen ? seen() : false), { what, timeoutMs: 5000, pauseMs: 5 });
 }
 
 /** A sandbox run's result for `taskId`: scored, every test passed (`overrides` vary it). */

@@ -1,6 +1,7 @@
 import type { FleetStatus } from '../../node/status.ts';
 import { TOKEN_VERSION, type TokenBody } from '../../protocol/token.ts';
 import { eventually, freePort, type Proc, type Sandbox, vtnode } from './cli.ts';
+import { notYet } from './poll.ts';
 
 /** Fast adverts so tests see joins and departures within seconds. */
 export const INTERVAL = '1s';
@@ -75,12 +76,11 @@ export function waitForPeers(dataDir: string, expected: string[], timeoutMs = 20
   return eventually(
     async () => {
       const s = await status(dataDir);
-      return s.nodes
+      const seen = s.nodes
         .map((n) => n.peerId)
         .sort()
-        .join(',') === want
-        ? s
-        : null;
+        .join(',');
+      return seen === want ? s : notYet(`sees ${seen.split(',').map((p) => p.slice(-8))}`);
     },
     timeoutMs,
     `${dataDir} to see ${expected.length} nodes`,

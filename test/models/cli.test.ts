@@ -44,8 +44,9 @@ function start(args: string[]): {
     child.on('exit', () => reject(new Error(`exited before printing its URL: ${stderr}`)));
   });
   url.catch(() => {});
+  // 'close', not 'exit': the exit code with stderr read to the end (its last line may still be in the pipe at exit).
   const exit = new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    child.on('exit', (code) => resolve({ code, stderr }));
+    child.on('close', (code) => resolve({ code, stderr }));
   });
   return { child, url, exit };
 }

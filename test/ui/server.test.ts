@@ -4,6 +4,7 @@ import { createMetrics } from '../../node/metrics.ts';
 import { startUiServer, type UiServer, type UiServerOptions } from '../../node/ui/server.ts';
 import { parseSnapshot, type Snapshot } from '../../node/ui/snapshot-schema.ts';
 import { TOKEN_COOKIE } from '../../node/ui/token.ts';
+import { notYet, pollFor } from '../helpers/poll.ts';
 
 const snap = (scored: number): Snapshot => ({
   v: 1,
@@ -88,7 +89,10 @@ function events(port: number, headers: Record<string, string> = {}) {
   const until = async (what: () => boolean, timeoutMs = 10_000) => {
     const deadline = Date.now() + timeoutMs;
     while (!what()) {
-      if (Date.now() > deadline) throw new Error('timed out waiting for an event');
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out waiting for an event; ${seen.length} seen, the last: ${seen.at(-1)?.data.slice(0, 300) ?? 'none'}`,
+        );
       await new Promise<void>((r) => {
         waiters.push(r);
         setTimeout(r, 200);
@@ -176,9 +180,11 @@ describe('the web view server on loopback', () => {
     expect(server.clients()).toBe(2);
     a.close();
     b.close();
-    const deadline = Date.now() + 5000;
-    while (server.clients() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(server.clients()).toBe(0);
+    await pollFor(() => server.clients() === 0 || notYet(`${server.clients()} clients`), {
+      what: 'both pages to be gone',
+      timeoutMs: 5000,
+      pauseMs: 20,
+    });
   });
 
   it('a page that connects after everyone left gets the state now, not the last one sent', async () => {
@@ -186,8 +192,11 @@ describe('the web view server on loopback', () => {
     const a = events(server.port);
     await a.until(() => a.seen.length >= 1);
     a.close();
-    const deadline = Date.now() + 5000;
-    while (server.clients() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await pollFor(() => server.clients() === 0 || notYet(`${server.clients()} clients`), {
+      what: 'the page to be gone',
+      timeoutMs: 5000,
+      pauseMs: 20,
+    });
     state.scored = 7;
     const b = events(server.port);
     await b.until(() => b.seen.length >= 1);

@@ -24,6 +24,7 @@ import { logging } from '../../sandbox/log.ts';
 import type { Scorer } from '../../sandbox/scorer.ts';
 import { seededSigner } from '../helpers/digests.ts';
 import { logRecords } from '../helpers/log-lines.ts';
+import { notYet, pollFor } from '../helpers/poll.ts';
 import { EVAL_FP, jobRequest, sampleBody, sampleTask } from '../helpers/samples.ts';
 
 describe('the lines', () => {
@@ -143,11 +144,7 @@ describe('the executor prints them at info level', () => {
 
   /** Waits until `ok()` holds (bounded: 10 s). */
   async function until(ok: () => boolean, what: () => string) {
-    const end = Date.now() + 10_000;
-    while (!ok()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what()}`);
-      await new Promise((r) => setImmediate(r));
-    }
+    await pollFor(() => ok() || notYet(what()), { what: 'the log records', timeoutMs: 10_000, pauseMs: 1 });
   }
 
   it('accepted, one line per scored sample, finished; a re-run says what was already scored; a failure stops', async () => {

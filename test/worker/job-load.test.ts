@@ -10,7 +10,7 @@ import { createJobExecutor } from '../../node/worker/executor.ts';
 import { isQueued, jobLoad, newActivity, trackScoring } from '../../node/worker/job-load.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
 import { seededSigner } from '../helpers/digests.ts';
-import { fakeModels, fakeScorer } from '../helpers/fake-worker.ts';
+import { fakeModels, fakeScorer, until } from '../helpers/fake-worker.ts';
 import { jobRequest, sampleTask } from '../helpers/samples.ts';
 
 function gate() {
@@ -118,18 +118,18 @@ describe('the executor: two jobs on a node with one scoring slot', () => {
     const b = executor.local();
     try {
       await a.send({ ...jobRequest(task, signer.origin, [0, 1], 2), jobId: 'job-a' });
-      await eventually(() => scoring.length === 1, 'job a scoring');
+      await until(() => scoring.length === 1, 'job a scoring');
       await b.send({ ...jobRequest(task, signer.origin, [2, 3], 4), jobId: 'job-b' });
       // Job a holds the slot with a sample, job b has generated both and waits for it.
-      await eventually(() => executor.load().running + executor.load().queued === 2, 'both jobs admitted');
+      await until(() => executor.load().running + executor.load().queued === 2, 'both jobs admitted');
       await tick();
       expect(executor.load()).toEqual({ queued: 1, running: 1, generating: 0, waiting: 0, capacity: 2 });
       // Let every score through, one at a time: the queued job runs, then both end.
       for (let done = 0; done < 4; done++) {
-        await eventually(() => gates.length > done, `score ${done + 1} started`);
+        await until(() => gates.length > done, `score ${done + 1} started`);
         gates[done]!();
       }
-      await eventually(() => executor.load().running + executor.load().queued === 0, 'both jobs over');
+      await until(() => executor.load().running + executor.load().queued === 0, 'both jobs over');
       expect(executor.load()).toEqual({ queued: 0, running: 0, generating: 0, waiting: 0, capacity: 2 });
     } finally {
       for (const g of gates) g();
@@ -141,12 +141,3 @@ describe('the executor: two jobs on a node with one scoring slot', () => {
     }
   });
 });
-
-/** Polls `ok` every few ms until it holds (bounded: 5 s). */
-async function eventually(ok: () => boolean, what: string): Promise<void> {
-  const until = Date.now() + 5000;
-  while (!ok()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

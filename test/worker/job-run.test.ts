@@ -15,6 +15,8 @@ import {
 } from '../../protocol/job.ts';
 import { createJobSequence, type JobStep } from '../../protocol/job-sequence.ts';
 import { JOB_PROTOCOL } from '../../protocol/topics.ts';
+import { until } from '../helpers/fake-worker.ts';
+import { notYet, pollFor } from '../helpers/poll.ts';
 import { jobRequest, resultFor, sampleTask } from '../helpers/samples.ts';
 
 const SUBMITTER = '12D3KooWsubmitter';
@@ -55,8 +57,7 @@ function stream(request: JobRequest) {
     /** Resolves with the stream's error (a protocol violation included), or null after a clean end. */
     over,
     async until(predicate: () => boolean, what: string) {
-      for (let i = 0; i < 200 && !predicate(); i++) await new Promise((r) => setTimeout(r, 5));
-      if (!predicate()) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(steps)}`);
+      await pollFor(() => predicate() || notYet(steps), { what, timeoutMs: 5000, pauseMs: 5 });
     },
   };
 }
@@ -275,21 +276,26 @@ describe('a job and its stream', () => {
   });
 
   it('no stream for the lease: the job is abandoned; a stream back in time keeps it', async () => {
-    const kept = run(60);
+    // A lease well above the 30 ms gap (a loaded machine may run a 30 ms timer late), then past it.
+    const kept = run(400);
     const a = stream(job);
     void kept.r.attach(a.worker, job.samples);
     a.submitter.abort(new Error('reset'));
     await new Promise((r) => setTimeout(r, 30));
     const b = stream(job);
     void kept.r.attach(b.worker, job.samples);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 600));
     expect(kept.events).toEqual([]);
 
     const lost = run(50);
     const c = stream(job);
     void lost.r.attach(c.worker, job.samples);
     c.submitter.abort(new Error('reset'));
-    for (let i = 0; i < 100 && lost.events.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(
+      () => lost.events.length > 0,
+      'the lost job given up',
+      () => lost.events,
+    );
     expect(lost.events).toEqual(['abandoned']);
   });
 
@@ -301,14 +307,19 @@ describe('a job and its stream', () => {
     await a.until(() => viaCancel.events.length > 0, 'the cancel');
     expect(viaCancel.events).toEqual(['cancel']);
 
-    const viaClose = run(50);
+    // A lease long enough that the detach is seen before it runs out (even on a loaded machine).
+    const viaClose = run(300);
     const b = stream(job);
     void viaClose.r.attach(b.worker, job.samples);
     await b.submitter.closeWrite();
     await b.until(() => !viaClose.r.attached, 'the detach');
     expect(viaClose.events).toEqual([]);
     // ... and with nobody back within the lease, the job is given up.
-    for (let i = 0; i < 100 && viaClose.events.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(
+      () => viaClose.events.length > 0,
+      'the detached job given up',
+      () => viaClose.events,
+    );
     expect(viaClose.events).toEqual(['abandoned']);
 
     const superseded = run();

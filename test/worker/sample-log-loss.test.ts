@@ -34,6 +34,8 @@ async function writeThenKill(atLeast: number): Promise<Map<number, string>> {
   const child = spawn(process.execPath, [join(REPO, 'test/helpers/sample-log-writer.ts'), path, ORIGIN], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // Every ack the child wrote before it died is read ('close': its stdout ended), not only those read by its exit.
+  const closed = new Promise((r) => child.once('close', r));
   const acked = new Map<number, string>();
   let buf = '';
   await new Promise<void>((resolve, reject) => {
@@ -57,9 +59,7 @@ async function writeThenKill(atLeast: number): Promise<Map<number, string>> {
       resolve();
     });
   });
-  await new Promise((r) =>
-    child.exitCode !== null || child.signalCode !== null ? r(null) : child.on('exit', r),
-  );
+  await closed;
   return acked;
 }
 

@@ -18,6 +18,7 @@ import {
   WorkspaceRequest,
 } from '../../protocol/workspace.ts';
 import { connect, tempDir, testHost } from '../collect/helpers.ts';
+import { notYet, pollFor } from '../helpers/poll.ts';
 
 const psk = newPsk();
 const CHUNK = 1024;
@@ -94,11 +95,13 @@ async function liar(answer: (req: WorkspaceRequest) => WorkspaceReply[]): Promis
 /** Every file under `root`, relative, sorted. */
 /** Waits (up to 10 s) until `n` verified chunks are in `chunkDir`. */
 async function chunksLanded(chunkDir: string, n: number): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if ((await readdir(chunkDir).catch(() => [])).filter((f) => !f.endsWith('.tmp')).length >= n) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`fewer than ${n} chunks landed in ${chunkDir}`);
+  await pollFor(
+    async () => {
+      const landed = (await readdir(chunkDir).catch(() => [])).filter((f) => !f.endsWith('.tmp')).length;
+      return landed >= n || notYet(`${landed} chunks`);
+    },
+    { what: `${n} chunks in ${chunkDir}`, timeoutMs: 10_000, pauseMs: 25 },
+  );
 }
 
 async function tree(root: string): Promise<string[]> {
