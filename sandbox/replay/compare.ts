@@ -7,8 +7,12 @@ import type { CallOutput, Tree } from './recording.ts';
  *   canonical form;
  * - behaviour: a candidate against the reference compares what a caller can observe of a value, with
  *   the freedom an honest rewrite has: the order of a Map's or a Set's entries (toEqual ignores it too),
- *   whether a plain object is frozen, and an error's message text (its class and own state count; a
- *   test that checks the text checks it in the test run).
+ *   whether a plain object is frozen, an error's message text (its class and own state count; a
+ *   test that checks the text checks it in the test run), and the own state of an instance of a class
+ *   no other module exports (the target's own classes: an honest rewrite may keep other fields, as a
+ *   test's `toEqual` between two of them allows; what a caller observes of such an instance goes
+ *   through its recorded methods and getters). An instance of a class another module exports (`k`)
+ *   keeps its state: the candidate computed it, the class is not the candidate's.
  */
 
 function isNode(t: unknown): t is { $: string; [k: string]: unknown } {
@@ -32,7 +36,7 @@ export function behaviour(tree: unknown): unknown {
     case 'obj':
       return { $: 'obj', v: mapValues(tree.v) };
     case 'inst':
-      return { $: 'inst', c: tree.c, v: mapValues(tree.v) };
+      return tree.k ? { $: 'inst', c: tree.c, k: tree.k, v: mapValues(tree.v) } : { $: 'inst', c: tree.c };
     case 'err':
       return { $: 'err', c: tree.c, v: mapValues(tree.v) };
     case 'map':

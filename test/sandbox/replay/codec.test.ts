@@ -196,6 +196,35 @@ describe('comparison', () => {
     );
   });
 
+  it("behaviour compares the state of another module's class, not of the target's own classes", () => {
+    class Own {
+      cents: number;
+      constructor(cents: number) {
+        this.cents = cents;
+      }
+    }
+    class Renamed {
+      amount: number;
+      constructor(amount: number) {
+        this.amount = amount;
+      }
+    }
+    Object.defineProperty(Renamed, 'name', { value: 'Own' });
+    // The target's own class (no other module exports it): an honest rewrite may keep other fields.
+    expect(outputKey(out(new Own(500)), 'behaviour')).toBe(outputKey(out(new Renamed(5)), 'behaviour'));
+    expect(outputKey(out(new Own(500)), 'exact')).not.toBe(outputKey(out(new Renamed(5)), 'exact'));
+    expect(outputKey(out(new Own(500)), 'behaviour')).not.toBe(outputKey(out(new Point(5, 0)), 'behaviour'));
+    // Another module's class: its state is what the candidate computed.
+    const klass = (c: unknown) => (c === Point ? { m: './p.ts', x: 'Point' } : undefined);
+    const exported = (p: Point) => ({ out: { r: encode(p, { klass }) as Tree }, after: [] });
+    expect(outputKey(exported(new Point(1, 2)), 'behaviour')).not.toBe(
+      outputKey(exported(new Point(1, 3)), 'behaviour'),
+    );
+    expect(outputKey(exported(new Point(1, 2)), 'behaviour')).toBe(
+      outputKey(exported(new Point(1, 2)), 'behaviour'),
+    );
+  });
+
   it('reports each differing, missing or unperformed call by name', () => {
     const expected = [
       { file: 'a.test.ts', i: 0, test: 'A > one', name: 'f()', output: out(1) },
