@@ -147,7 +147,8 @@ export function foldString(e: ts.Expression, consts: Map<string, string | null>)
   return null;
 }
 
-function unwrap(e: ts.Expression): ts.Expression {
+/** Unwraps parentheses, type assertions and comma sequences (`(0, eval)` is `eval`). */
+export function stripParens(e: ts.Expression): ts.Expression {
   let x = e;
   for (;;) {
     if (
@@ -166,8 +167,8 @@ function unwrap(e: ts.Expression): ts.Expression {
 function calleeName(callee: ts.Expression): string | null {
   if (ts.isIdentifier(callee)) return callee.text;
   if (ts.isPropertyAccessExpression(callee)) return callee.name.text;
-  if (ts.isElementAccessExpression(callee) && ts.isStringLiteralLike(unwrap(callee.argumentExpression)))
-    return (unwrap(callee.argumentExpression) as ts.StringLiteralLike).text;
+  if (ts.isElementAccessExpression(callee) && ts.isStringLiteralLike(stripParens(callee.argumentExpression)))
+    return (stripParens(callee.argumentExpression) as ts.StringLiteralLike).text;
   return null;
 }
 
@@ -175,8 +176,8 @@ function calleeName(callee: ts.Expression): string | null {
 export function loaderAliases(sf: ts.SourceFile): Set<string> {
   const out = new Set<string>();
   const isLoader = (e: ts.Expression): boolean => {
-    const x = unwrap(e);
-    if (ts.isCallExpression(x)) return calleeName(unwrap(x.expression)) === 'createRequire';
+    const x = stripParens(e);
+    if (ts.isCallExpression(x)) return calleeName(stripParens(x.expression)) === 'createRequire';
     const name = calleeName(x);
     return name !== null && (LOADER_CALLS.has(name) || out.has(name));
   };
@@ -226,7 +227,7 @@ function specifierOf(
   consts: Map<string, string | null>,
 ): Omit<ModuleLoad, 'node'> {
   if (!e) return { literal: '[]', folded: null };
-  const x = unwrap(e);
+  const x = stripParens(e);
   if (ts.isStringLiteralLike(x)) return { literal: x.text, folded: x.text };
   return { literal: '[]', folded: foldString(x, consts) };
 }
@@ -246,7 +247,7 @@ export function loadAt(
   if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference))
     return typeOnly(node) ? null : { node, ...specifierOf(node.moduleReference.expression, consts) };
   if (!ts.isCallExpression(node)) return null;
-  const callee = unwrap(node.expression);
+  const callee = stripParens(node.expression);
   if (callee.kind === ts.SyntaxKind.ImportKeyword) return { node, ...specifierOf(node.arguments[0], consts) };
   // `import.meta.glob('../test/*.ts', { query: '?raw' })`: vite loads what a pattern matches.
   if (
@@ -257,7 +258,7 @@ export function loadAt(
     return { node, literal: '[]', folded: null };
   const name = calleeName(callee);
   const viaCreateRequire =
-    ts.isCallExpression(callee) && calleeName(unwrap(callee.expression)) === 'createRequire';
+    ts.isCallExpression(callee) && calleeName(stripParens(callee.expression)) === 'createRequire';
   const isLoad =
     viaCreateRequire ||
     (name !== null &&

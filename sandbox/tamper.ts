@@ -7,6 +7,7 @@ import {
   type ModuleLoad,
   moduleKey,
   stringConstants,
+  stripParens,
 } from './tamper-modules.ts';
 
 /**
@@ -339,22 +340,6 @@ function importedNames(node: ts.ImportDeclaration): string[] {
   if (b && ts.isNamespaceImport(b)) out.push(b.name.text);
   else if (b) for (const e of b.elements) out.push(e.name.text);
   return out;
-}
-
-/** Unwraps parentheses, type assertions and comma sequences (`(0, eval)` is `eval`). */
-function stripParens(e: ts.Expression): ts.Expression {
-  let x = e;
-  for (;;) {
-    if (
-      ts.isParenthesizedExpression(x) ||
-      ts.isAsExpression(x) ||
-      ts.isNonNullExpression(x) ||
-      ts.isSatisfiesExpression(x)
-    )
-      x = x.expression;
-    else if (ts.isBinaryExpression(x) && x.operatorToken.kind === ts.SyntaxKind.CommaToken) x = x.right;
-    else return x;
-  }
 }
 
 /** `a`, `a.b`, `a['b']`: a name or a member chain without calls (what an alias can be bound to). */
