@@ -9,20 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, type ScoreResult, type Scorer } from '../../sandbox/scorer.ts';
-import { makeTask, NODE_WS, prepareFixtures, VITEST_WS } from './fixtures.ts';
-
-/** Wrong on every counted case (the declared failure passes its assertion, so it fails): scores 0 honestly. */
-const WRONG_STRINGS = `
-export function slugify(text: string): string {
-  return text.toLowerCase();
-}
-export function capitalize(text: string): string {
-  return \`\${text}!\`;
-}
-export function wordCounts(_text: string): Map<string, number> {
-  return new Map();
-}
-`;
+import { makeTask, NODE_WS, prepareFixtures, runtime, VITEST_WS, WRONG_STRINGS } from './fixtures.ts';
 
 /** Wrong on every case of the node:test fixture. */
 const WRONG_MATH = `
@@ -36,10 +23,6 @@ export function range(from, to) {
   return [to, from];
 }
 `;
-
-/** Code the static rules cannot read: built from strings at run time, run when the module loads. */
-const runtime = (code: string) =>
-  `const __f = Object.getPrototypeOf(async () => {}).constructor;\nawait __f(${JSON.stringify(code)})();\n`;
 
 /** A wrong implementation whose functions run `code` (built at run time) each time a test calls them. */
 const duringTests = (code: string) =>

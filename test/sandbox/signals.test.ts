@@ -9,24 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, type ScoreResult, type Scorer } from '../../sandbox/scorer.ts';
-import { makeTask, NODE_WS, prepareFixtures, VITEST_WS } from './fixtures.ts';
-
-/** Wrong on every counted case of the vitest fixture: scores 0 honestly. */
-const WRONG_STRINGS = `
-export function slugify(text: string): string {
-  return text.toLowerCase();
-}
-export function capitalize(text: string): string {
-  return \`\${text}!\`;
-}
-export function wordCounts(_text: string): Map<string, number> {
-  return new Map();
-}
-`;
-
-/** Code built at run time (the static rules cannot read it), awaited when the module loads. */
-const runtime = (code: string) =>
-  `const __f = Object.getPrototypeOf(async () => {}).constructor;\nawait __f(${JSON.stringify(code)})();\n`;
+import { makeTask, NODE_WS, prepareFixtures, runtime, VITEST_WS, WRONG_STRINGS } from './fixtures.ts';
 
 /** A jest-format JSON report (vitest's) with every failed case but the sentinel turned into a pass. */
 const FORGE = `const forge = (text) => {

@@ -11,24 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, type ScoreResult, type Scorer } from '../../sandbox/scorer.ts';
-import { FIXTURES, JUDGE_FIXTURES, makeTask, prepareFixtures, REPO_ROOT, VITEST_WS } from './fixtures.ts';
-
-/** Wrong on every counted case of test/strings.test.ts: scores 0 honestly. */
-const WRONG_STRINGS = `
-export function slugify(text: string): string {
-  return text.toLowerCase();
-}
-export function capitalize(text: string): string {
-  return \`\${text}!\`;
-}
-export function wordCounts(_text: string): Map<string, number> {
-  return new Map();
-}
-`;
-
-/** Code the static rules cannot read: built from strings at run time, run when the module loads. */
-const runtime = (code: string) =>
-  `const __f = Object.getPrototypeOf(async () => {}).constructor;\nawait __f(${JSON.stringify(code)})();\n`;
+import {
+  FIXTURES,
+  JUDGE_FIXTURES,
+  makeTask,
+  prepareFixtures,
+  REPO_ROOT,
+  runtime,
+  VITEST_WS,
+  WRONG_STRINGS,
+} from './fixtures.ts';
 
 /** Like `runtime`, for CommonJS targets (jest): a function built from strings, called when the module loads. */
 const runtimeSync = (code: string) =>
