@@ -137,21 +137,35 @@ export function copyPath(path: string, tag: string): string {
   return `${path.slice(0, -ext.length)}.${tag}${ext}`;
 }
 
+/** The runners a copy is written for (sandbox/mutation/plan.ts PlanRunner). */
+export type CopyRunner = 'vitest' | 'jest' | 'node:test';
+
 /**
  * The specifier that names `target` (a copy) from `from`, in the style of the specifier it replaces:
- * with the real extension, with `.js` for a TypeScript file, or with none.
+ * with the real extension, with `.js` for a TypeScript file, or with none. A bare specifier (a package's
+ * self-reference, a path alias) says nothing of the style: node's ES module loader (node:test) needs the
+ * real file name, and so does any runner for a JavaScript file; jest resolves a TypeScript one without
+ * its extension (which ts-jest would refuse), and vitest either way.
  */
-export function specifierFor(original: string, from: string, target: string): string {
+export function specifierFor(original: string, from: string, target: string, runner: CopyRunner): string {
   let rel = posix.relative(posix.dirname(from), target);
   if (!rel.startsWith('.')) rel = `./${rel}`;
-  const m = /\.([cm]?[jt]sx?)$/.exec(original);
   const ext = extensionOf(target);
+  const bare = !original.startsWith('.') && !original.startsWith('/');
+  if (bare) return runner !== 'jest' || !isTypeScript(target) ? rel : rel.slice(0, -ext.length);
+  const m = /\.([cm]?[jt]sx?)$/.exec(original);
   if (!m) return rel.slice(0, -ext.length);
   return `${rel.slice(0, -ext.length)}.${m[1]}`;
 }
 
 /** Specifier replacements of `file` for one copy: every edge to a copied file points at its copy. */
-function specifierEdits(file: string, graph: ImportGraph, tag: string, selfCopy: string): Edit[] {
+function specifierEdits(
+  file: string,
+  graph: ImportGraph,
+  tag: string,
+  selfCopy: string,
+  runner: CopyRunner,
+): Edit[] {
   const out: Edit[] = [];
   for (const { ref, to } of graph.edges.get(file) ?? []) {
     if (!graph.copied.has(to)) continue;
@@ -160,7 +174,7 @@ function specifierEdits(file: string, graph: ImportGraph, tag: string, selfCopy:
       end: ref.end,
       before: '',
       after: '',
-      replace: JSON.stringify(specifierFor(ref.spec, selfCopy, copyPath(to, tag))),
+      replace: JSON.stringify(specifierFor(ref.spec, selfCopy, copyPath(to, tag), runner)),
       rank: 9,
       asi: false,
     });
@@ -218,6 +232,8 @@ export interface CopyOptions {
   /** Global the copy's activator puts its state under until its tests start. */
   stateKey: string;
   hitLimit: number;
+  /** The runner the copy is run by: how its specifiers are written (specifierFor). */
+  runner: CopyRunner;
 }
 
 /**
@@ -233,7 +249,7 @@ export function materialise(
 ): string {
   const text = graph.texts.get(file)!;
   const self = copyPath(file, options.tag);
-  const specs = specifierEdits(file, graph, options.tag, self);
+  const specs = specifierEdits(file, graph, options.tag, self, options.runner);
   if (!sources.has(file)) return renderEdits(text, specs);
   const sf = parseSource(text, file);
   const h = helperNames(text);
@@ -259,6 +275,7 @@ export function rewriteTest(
   graph: ImportGraph,
   tag: string,
   copy: string,
+  runner: CopyRunner,
 ): string {
-  return renderEdits(test.text, specifierEdits(test.path, graph, tag, copy));
+  return renderEdits(test.text, specifierEdits(test.path, graph, tag, copy, runner));
 }

@@ -5,13 +5,21 @@ import { sha256Hex } from '../../protocol/canonical.ts';
 import type { TestRunner } from '../../protocol/task.ts';
 import type { TestCase, Verdict } from '../judges/verdict.ts';
 import { extensionOf, isTypeScript, parseSource } from './ast.ts';
-import { copyPath, importGraph, type ModuleAccess, materialise, rewriteTest, stubSource } from './copies.ts';
+import {
+  type CopyRunner,
+  copyPath,
+  importGraph,
+  type ModuleAccess,
+  materialise,
+  rewriteTest,
+  stubSource,
+} from './copies.ts';
 import { enumerateMutants, type Mutant } from './mutants.ts';
 import { DEFAULT_HIT_LIMIT, HIT_LIMIT_MARKER, tokenFor } from './schemata.ts';
 import { selectMutants } from './select.ts';
 
 /** Runners whose test files each get a fresh module registry, which the batched run relies on. */
-export type PlanRunner = 'vitest' | 'jest' | 'node:test';
+export type PlanRunner = CopyRunner;
 
 /** The plan cannot be made for this runner or input. */
 export class MutationPlanError extends Error {
@@ -418,13 +426,14 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
         tag: r.tag,
         stateKey,
         hitLimit,
+        runner,
       });
     const copy = taggedPath(testFile.path, r.tag);
     const activator = companionPath(testFile.path, r.tag, `.activate${ext}`);
     const coverage = companionPath(testFile.path, r.tag, '.coverage.json');
     const coverageName = posix.basename(coverage);
     overlay[activator] = activatorSource({ runner, esm, stateKey, hitLimit, coverageName });
-    const rewritten = rewriteTest(testFile, graph, r.tag, copy);
+    const rewritten = rewriteTest(testFile, graph, r.tag, copy, runner);
     const specifier = specifierFor(testFile.text, testFile.path, activator, runner);
     overlay[copy] = withActivator(rewritten, testFile.path, specifier, esm);
     if (options.snapshot != null) overlay[snapshotPathOf(copy)] = options.snapshot;

@@ -59,10 +59,19 @@ describe('the copies of a run', () => {
   });
 
   it('write specifiers in the style of the one they replace', () => {
-    expect(specifierFor('./a.ts', 'src/b.T.ts', 'src/a.T.ts')).toBe('./a.T.ts');
-    expect(specifierFor('./a.js', 'src/b.T.ts', 'src/a.T.ts')).toBe('./a.T.js');
-    expect(specifierFor('./a', 'src/b.T.ts', 'src/a.T.ts')).toBe('./a.T');
-    expect(specifierFor('@x/a', 'test/b.T.test.ts', 'src/a.T.ts')).toBe('../src/a.T');
+    for (const runner of ['vitest', 'jest', 'node:test'] as const) {
+      expect(specifierFor('./a.ts', 'src/b.T.ts', 'src/a.T.ts', runner)).toBe('./a.T.ts');
+      expect(specifierFor('./a.js', 'src/b.T.ts', 'src/a.T.ts', runner)).toBe('./a.T.js');
+      expect(specifierFor('./a', 'src/b.T.ts', 'src/a.T.ts', runner)).toBe('./a.T');
+      // A bare specifier (a self-reference, an alias) names a JavaScript file by its real name.
+      expect(specifierFor('colorish', 'test/b.T.test.js', 'src/index.T.js', runner)).toBe(
+        '../src/index.T.js',
+      );
+    }
+    // node's loader needs a TypeScript file's real name too; jest (ts-jest) wants none.
+    expect(specifierFor('@x/a', 'test/b.T.test.ts', 'src/a.T.ts', 'node:test')).toBe('../src/a.T.ts');
+    expect(specifierFor('@x/a', 'test/b.T.test.ts', 'src/a.T.ts', 'vitest')).toBe('../src/a.T.ts');
+    expect(specifierFor('@x/a', 'test/b.T.test.ts', 'src/a.T.ts', 'jest')).toBe('../src/a.T');
   });
 });
 
