@@ -10,7 +10,9 @@ import {
   waitReady,
   writeTasks,
 } from '../helpers/campaign.ts';
-import { Sandbox } from '../helpers/cli.ts';
+import { eventually, Sandbox } from '../helpers/cli.ts';
+import { status } from '../helpers/fleet.ts';
+import { notYet } from '../helpers/poll.ts';
 
 const box = new Sandbox();
 let fleet: TestFleet;
@@ -58,6 +60,23 @@ describe('a campaign on a submitter and 3 workers', () => {
   }, 240_000);
 
   it('a second campaign over the same tasks lands on the nodes that are warm for them', async () => {
+    // Placement reads the workers' adverts, which are periodic: wait until the submitter holds, for
+    // every node of the first campaign, an advert that is idle and warm for at least the tasks it ran
+    // (else a loaded machine places the second campaign on adverts older than the first one's end).
+    const ran = new Map<string, number>();
+    for (const t of first!.tasks) ran.set(t.nodes[0]!, (ran.get(t.nodes[0]!) ?? 0) + 1);
+    await eventually(
+      async () => {
+        const nodes = (await status(fleet.dirs[0]!)).nodes;
+        const behind = [...ran].filter(([peer, n]) => {
+          const a = nodes.find((x) => x.peerId === peer);
+          return !a || a.warm < n || a.load.running > 0 || a.load.queued > 0;
+        });
+        return behind.length === 0 ? true : notYet(behind.map(([p]) => p.slice(-8)));
+      },
+      60_000,
+      "idle, warm adverts of the first campaign's nodes",
+    );
     const res = await runCampaign(fleet.dirs[0]!, file, ['-k', '2', '--campaign', 'second', '--seed', '100']);
     expect(res.code, res.stderr).toBe(0);
     const second = res.json!;

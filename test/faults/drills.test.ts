@@ -13,7 +13,10 @@
 
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATASET_DB } from '../../node/collector/store.ts';
+import { SAMPLE_LOG_DB } from '../../node/worker/sample-log.ts';
 import { sampleId, sampleSeed } from '../../protocol/job.ts';
 import type { Task } from '../../protocol/task.ts';
 import { MODEL, mineLedger, type RunJson, writeTasks } from '../helpers/campaign.ts';
@@ -27,9 +30,11 @@ import {
   type Fleet,
   HOSTS,
   poll,
+  WORKERS,
 } from '../helpers/drill-fleet.ts';
 import { type DatasetSample, datasetSamples } from '../helpers/load-fleet.ts';
 import { canCreateNetworks, createTestNetwork, type TestNetwork } from '../helpers/netns.ts';
+import { notYet } from '../helpers/poll.ts';
 
 const K = 2;
 const PARTITION_MS = 30_000;
@@ -131,6 +136,59 @@ async function collectorsHold(f: Fleet, want: Set<string>, what: string): Promis
   });
 }
 
+/** `origin seq` of every row of a sqlite table `samples` (read-only, while its writer runs). */
+function rowsOf(db: string, query: string): string[] {
+  const d = new DatabaseSync(db, { readOnly: true });
+  try {
+    return (d.prepare(query).all() as { origin: string; seq: number }[]).map((r) => `${r.origin} ${r.seq}`);
+  } finally {
+    d.close();
+  }
+}
+
+/**
+ * Waits until nothing more can reach the collectors: every worker idle (no job running or queued, by
+ * its own status), then each collector holding a body for every row of every worker's sample log. A
+ * job abandoned on a hung or cut-off worker can still finish there after its campaign ended and claim
+ * its sample a second time; two collectors compared before that claim reached both are compared at
+ * two different moments (an export holding the claim counts one more redundant claim).
+ */
+async function settled(f: Fleet): Promise<void> {
+  await poll(
+    async () => {
+      const busy: number[] = [];
+      for (const h of WORKERS) {
+        const self = (await drill.status(f, h)).nodes.find((n) => n.self);
+        if (!self || self.load.running > 0 || self.load.queued > 0) busy.push(h);
+      }
+      return busy.length === 0 ? true : notYet({ busy });
+    },
+    120_000,
+    'every worker idle',
+  );
+  const rows = WORKERS.flatMap((h) =>
+    rowsOf(
+      join(f.dirs[h]!, SAMPLE_LOG_DB),
+      `SELECT '${f.peers[h]!}' AS origin, seq FROM samples ORDER BY seq`,
+    ),
+  );
+  for (const h of COLLECTORS)
+    await poll(
+      async () => {
+        const held = new Set(
+          rowsOf(
+            join(f.datasets.get(h)!, DATASET_DB),
+            "SELECT origin, seq FROM samples WHERE body_state = 'ok'",
+          ),
+        );
+        const lack = rows.filter((r) => !held.has(r));
+        return lack.length === 0 ? true : notYet({ lack: lack.slice(0, 5), of: lack.length });
+      },
+      120_000,
+      `the collector on host ${h} to hold every row of the workers' sample logs`,
+    );
+}
+
 /** Stops both collectors (SIGTERM, exit 0) and exports each as hf; the two exports must be byte-identical. */
 async function exportBoth(f: Fleet): Promise<Record<string, string>> {
   const exports: Record<string, string>[] = [];
@@ -143,7 +201,10 @@ async function exportBoth(f: Fleet): Promise<Record<string, string>> {
     expect(r.code, r.stderr).toBe(0);
     exports.push(await filesOf(out));
   }
-  expect(exports[1]).toEqual(exports[0]);
+  // File by file: a difference shows as a diff of that file's text.
+  expect(Object.keys(exports[1]!).sort()).toEqual(Object.keys(exports[0]!).sort());
+  for (const [path, text] of Object.entries(exports[0]!))
+    expect(exports[1]![path], `${path} of the second collector's export`).toBe(text);
   return exports[0]!;
 }
 
@@ -357,6 +418,7 @@ describe.skipIf(!enabled)('fault drills across six hosts (network namespaces)', 
         const f = fleet;
         const want = plannedIds([...tasksA, ...tasksB]);
         await collectorsHold(f, want, 'every reference sample');
+        await settled(f);
         const statuses = await Promise.all(COLLECTORS.map((h) => collectorStatus(f.dirs[h]!)));
         await poll(
           async () => {
