@@ -34,9 +34,10 @@ afterAll(async () => {
 describe('a campaign on a submitter and 3 workers', () => {
   let first: Awaited<ReturnType<typeof runCampaign>>['json'];
   let file: string;
+  let picked: Task[];
 
   it('generates, scores and reports every sample; all k samples of a task run on one node', async () => {
-    const picked = tasks.filter((t) => t.kind === 'file').slice(0, 4);
+    picked = tasks.filter((t) => t.kind === 'file').slice(0, 4);
     file = await writeTasks(`${dir}/four.jsonl`, picked);
     const t0 = performance.now();
     const res = await runCampaign(fleet.dirs[0]!, file, ['-k', '2', '--campaign', 'first']);
@@ -80,13 +81,22 @@ describe('a campaign on a submitter and 3 workers', () => {
     const res = await runCampaign(fleet.dirs[0]!, file, ['-k', '2', '--campaign', 'second', '--seed', '100']);
     expect(res.code, res.stderr).toBe(0);
     const second = res.json!;
-    for (const t of second.tasks) {
-      const before = first!.tasks.find((x) => x.taskId === t.taskId)!;
-      expect(t.nodes, t.taskId).toEqual(before.nodes);
+    // A job goes to a node warm for its prompt while that node stays within its load cap
+    // (placement/placer.ts: ⌈1.1 × the mean load⌉, the job counted, over the jobs placed so far): a
+    // node that ran one task of the first campaign gets it again, and a node that ran two gets at
+    // least the first of them in the file's order (the other may spill: four jobs on three nodes
+    // allow one node two only from the third job on, whatever the first campaign's timing allowed).
+    const firstNode = new Map(first!.tasks.map((t) => [t.taskId, t.nodes[0]!]));
+    const secondNodes = new Map(second.tasks.map((t) => [t.taskId, t.nodes]));
+    const served = new Set<string>();
+    for (const t of picked) {
+      const node = firstNode.get(t.id)!;
+      if (!served.has(node)) expect(secondNodes.get(t.id), `${t.id} back on its warm node`).toEqual([node]);
+      served.add(node);
     }
-    // Every prompt was already in its node's cache: every sample is a cache hit.
-    expect(second.cacheHitRate).toBe(1);
+    // The prompts placed warm were in their node's cache: more cache hits than the cold first campaign.
     expect(first!.cacheHitRate).toBeLessThan(1);
+    expect(second.cacheHitRate!).toBeGreaterThan(first!.cacheHitRate!);
     expect(second.seed).toBe(100);
   }, 240_000);
 
