@@ -77,7 +77,6 @@ const RUNTIME_FILES = [
   'replay.mjs',
   'node-hooks.mjs',
   'node-main.mjs',
-  'node-file.mjs',
 ];
 const RUNTIME = Object.fromEntries(
   RUNTIME_FILES.map((f) => [f, readFileSync(join(HERE, 'runtime', f), 'utf8')]),
