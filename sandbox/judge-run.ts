@@ -71,11 +71,6 @@ export interface JudgeRunRequest {
   reference?: ReferenceTime;
   /** Remove every test file and test folder from the box before the overlay is written (a replay run). */
   pruneTests?: boolean;
-  /**
-   * Run the box's node with these arguments (given the box folder) instead of the task's runner: no report
-   * is read (`verdict` stays null); what the run wrote comes back through `collect`.
-   */
-  nodeArgs?: (box: string) => string[];
   signal?: AbortSignal;
 }
 
@@ -210,8 +205,6 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     const { overlay, protect } = await judgedOverlay(request, box.dir, testFiles);
     if (request.pruneTests) await removeTestFiles(box.dir, task.judge.testFiles);
     await box.write(overlay);
-    if (request.nodeArgs)
-      return await nodeRun(request, request.nodeArgs(box.dir), box, judge, limits, protect);
     const piped = judge.reportPipe && PIPE_REPORTS;
     const reportPath = piped ? null : await reportFile(box.dir);
     // A monorepo member with its own runner config runs from its folder (judge.cwd).
@@ -252,39 +245,6 @@ export function createJudgeRunner(options: JudgeRunnerOptions): JudgeRunner {
     const exitDisagreement = exitCodeDisagreement(full, run.exitCode);
     const split = seal ? splitSentinels(full, testFiles, seal) : { verdict: full, sentinels: new Map() };
     return { run, ...split, exitDisagreement, failure: null, infra: null, collected };
-  }
-
-  /** A plain node run in the box (JudgeRunRequest.nodeArgs): classified like a judge's, without a report. */
-  async function nodeRun(
-    request: JudgeRunRequest,
-    args: string[],
-    box: Box,
-    judge: Judge,
-    limits: Limits,
-    protect: string[],
-  ): Promise<JudgeRun> {
-    const cwd = boxCwd(box, request.task.judge.cwd);
-    const run = await confinement.run({
-      argv: [await boxNode(), ...args],
-      cwd,
-      box: box.dir,
-      readOnlyPaths: await readOnlyFor(box, judge),
-      protectedPaths: protect.map((p) => join(box.dir, p)),
-      env: envFor(box.dir, request.task.judge.env),
-      limits,
-      ...(request.signal ? { signal: request.signal } : {}),
-    });
-    const collected = await collect(box.dir, request.collect ?? []);
-    const void_ = processFailure(run, limits);
-    return {
-      run,
-      verdict: null,
-      sentinels: new Map(),
-      exitDisagreement: null,
-      failure: void_?.failure ?? null,
-      infra: void_?.infra ?? null,
-      collected,
-    };
   }
 
   return {

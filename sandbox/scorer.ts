@@ -69,8 +69,6 @@ export interface ReplaySummary {
   /** Calls the tests made into the reference, and those that replay (coverage: kept ÷ recorded). */
   recorded: number;
   kept: number;
-  /** Where the task's candidates are replayed; for a replayed candidate, where its verdict came from. */
-  mode: 'node' | 'vitest';
   /** Calls compared for this candidate (those of the tests it passed); null when it was not replayed. */
   compared: number | null;
   /** Of them, those whose outputs differ from the reference's; null when it was not replayed. */
@@ -179,7 +177,6 @@ function replaySummary(key: ReplayKey): ReplaySummary {
     why: key.why,
     recorded: key.recorded,
     kept: key.kept,
-    mode: key.mode,
     compared: null,
     differing: null,
     differences: [],
@@ -424,13 +421,9 @@ export function createScorer(options: ScorerOptions): Scorer {
     fp: string,
     signal?: AbortSignal,
   ): Promise<Reference | { infra: string }> {
-    const running = judged(task, workspaceDir, {}, signal);
-    // The replay's recording runs beside the reference's own run; it is kept only for a reference that
-    // passes its tests (else there is no answer key).
-    const [run, key, recorded] = await Promise.all([
-      running,
+    const [run, key] = await Promise.all([
+      judged(task, workspaceDir, {}, signal),
       task.kind === 'tests' ? strength.key(task, workspaceDir, signal) : null,
-      wantsReplay(task) ? replays.record(task, workspaceDir, content, running, signal) : undefined,
     ]);
     const infra = run.infra ?? (key && 'infra' in key ? key.infra : null);
     if (infra) return { infra: `the reference could not be run: ${infra}` };
@@ -438,8 +431,10 @@ export function createScorer(options: ScorerOptions): Scorer {
     if (key && 'problem' in key) problems.push(key.problem);
     const strengthKey = key && 'key' in key ? key.key : undefined;
     const time = run.run ? { wallMs: run.run.usage.wallMs, cpuMs: run.run.usage.cpuMs } : null;
+    // The replay's answer key: recorded from a reference that passes its tests (else there is none).
     let replay: ReplayKey | undefined;
-    if (recorded && problems.length === 0) {
+    if (wantsReplay(task) && problems.length === 0) {
+      const recorded = await replays.record(task, workspaceDir, content, run, signal);
       if ('infra' in recorded)
         return { infra: `the reference's replay could not be recorded: ${recorded.infra}` };
       replay = recorded;
@@ -612,7 +607,6 @@ export function createScorer(options: ScorerOptions): Scorer {
           return errorResult(task, replayed.infra, warnings, ref.fingerprint, cand.run);
         replay = {
           ...replay,
-          mode: replayed.mode,
           compared: replayed.compared,
           differing: replayed.differences.length,
           differences: replayed.differences.slice(0, 10).map(formatDifference),

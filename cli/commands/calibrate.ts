@@ -31,7 +31,7 @@ no reference scores 1.0, is refused with exit 1 and nothing written.`,
       }),
       unconfined: flag({ doc: 'run without the sandbox (trusted input only)' }),
       json: flag({
-        doc: 'print { "kept": n, "dropped": [{ "taskId", "reason" }], "unscored": [{ "taskId", "reason" }], "replay": [{ "taskId", "replayable", "why", "recorded", "kept", "mode" }] }',
+        doc: 'print { "kept": n, "dropped": [{ "taskId", "reason" }], "unscored": [{ "taskId", "reason" }], "replay": [{ "taskId", "replayable", "why", "recorded", "kept" }] }',
       }),
     }),
   ],
@@ -49,8 +49,6 @@ interface ReplayCoverage {
   why: string | null;
   recorded: number;
   kept: number;
-  /** Where its candidates are replayed (the node mode costs a tenth of a vitest run). */
-  mode: 'node' | 'vitest';
 }
 
 /** The replay's lines of the summary: tasks replayable, calls that replay, and why the others do not. */
@@ -60,16 +58,14 @@ export function replayLines(coverage: ReplayCoverage[]): string[] {
   const recorded = coverage.reduce((a, c) => a + c.recorded, 0);
   const kept = coverage.reduce((a, c) => a + c.kept, 0);
   const pct = (n: number, of: number) => (of === 0 ? '0' : ((100 * n) / of).toFixed(0));
-  const inNode = replayable.filter((c) => c.mode === 'node').length;
   const lines = [
     `replay: ${replayable.length} of ${coverage.length} kept file task(s) replayable (${pct(replayable.length, coverage.length)}%); ` +
-      `${kept} of the ${recorded} calls the tests make replay (${pct(kept, recorded)}%); ` +
-      `${inNode} of ${replayable.length} replayed by node alone`,
+      `${kept} of the ${recorded} calls the tests make replay (${pct(kept, recorded)}%)`,
   ];
   for (const c of coverage)
     lines.push(
       c.replayable
-        ? `  ${c.taskId}: ${c.kept}/${c.recorded} calls replay (${c.mode})`
+        ? `  ${c.taskId}: ${c.kept}/${c.recorded} calls replay`
         : `  ${c.taskId}: not replayable: ${c.why ?? 'unknown'}`,
     );
   return lines;
@@ -155,8 +151,8 @@ export const command: Command = {
           else if (r.reward === 1) {
             kept.add(l);
             if (r.replay) {
-              const { replayable, why, recorded, kept: replayed, mode } = r.replay;
-              coverage.push({ taskId: task.id, replayable, why, recorded, kept: replayed, mode });
+              const { replayable, why, recorded, kept: replayed } = r.replay;
+              coverage.push({ taskId: task.id, replayable, why, recorded, kept: replayed });
             }
           } else
             dropped.push({

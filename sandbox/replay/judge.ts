@@ -70,14 +70,7 @@ async function testedModules(
 }
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-const RUNTIME_FILES = [
-  'codec.mjs',
-  'determinism.mjs',
-  'record.mjs',
-  'replay.mjs',
-  'node-hooks.mjs',
-  'node-main.mjs',
-];
+const RUNTIME_FILES = ['codec.mjs', 'determinism.mjs', 'record.mjs', 'replay.mjs'];
 const RUNTIME = Object.fromEntries(
   RUNTIME_FILES.map((f) => [f, readFileSync(join(HERE, 'runtime', f), 'utf8')]),
 );
@@ -101,23 +94,10 @@ const KeyFile = z.object({
   ),
 });
 
-/**
- * Where a task's candidates are replayed: `node`, the box's node alone (types stripped, the workspace's
- * path aliases followed: runtime/node-hooks.mjs), or `vitest`, the workspace's own runner and transform
- * (a generated test file at each judged test file's path). The node mode is a tenth of the cost; it is
- * the task's mode when it reproduces the recording at least as well as vitest does.
- */
-export const ReplayMode = z.enum(['node', 'vitest']);
-export type ReplayMode = z.infer<typeof ReplayMode>;
-
 /** The answer key of a task's replay, made at calibration from the reference; kept with the reference. */
 export const ReplayKey = z.object({
   v: z.literal(1),
   digest: z.string(),
-  /** Where candidates are replayed (a difference in the node mode is confirmed under vitest). */
-  mode: ReplayMode.default('vitest'),
-  /** The workspace's tsconfig `paths` (the node mode follows them). */
-  aliases: z.array(z.object({ pattern: z.string(), to: z.array(z.string()) })).default([]),
   /** Whether candidates are replayed (at least one call reproduces itself). */
   replayable: z.boolean(),
   /** Why the task is not replayable, or null. */
@@ -138,8 +118,6 @@ export interface ReplayVerdict {
   /** Expected calls compared (those of tests that passed in the candidate's run). */
   compared: number;
   differences: Difference[];
-  /** Where the verdict's replay ran (`vitest` also when a node-mode difference was confirmed there). */
-  mode: ReplayMode;
 }
 
 const ReplayOut = z.object({
@@ -160,8 +138,6 @@ const ReplayOut = z.object({
 const notReplayable = (why: string, recorded = 0): ReplayKey => ({
   v: 1,
   digest: REPLAY_DIGEST,
-  mode: 'vitest',
-  aliases: [],
   replayable: false,
   why,
   recorded,
@@ -191,69 +167,33 @@ export function replayFile(testFile: string, target: string, n: number): string 
   ].join('\n');
 }
 
-/** The node mode's command: types stripped by node itself, the resolution hooks preloaded. */
-const nodeArgs = (box: string) => [
-  '--no-warnings',
-  '--experimental-transform-types',
-  '--import',
-  join(box, RUNTIME_DIR, 'node-hooks.mjs'),
-  join(box, RUNTIME_DIR, 'node-main.mjs'),
-];
-
-/** A replay run's box files and command, per mode (the scripts and the candidate are common). */
-function modeRun(
-  mode: ReplayMode,
-  target: string,
-  used: { file: string; n: number }[],
-  aliases: PathAliases,
-): { overlay: Record<string, string>; testFiles?: string[]; nodeArgs?: (box: string) => string[] } {
-  if (mode === 'vitest')
-    return {
-      overlay: Object.fromEntries(used.map((f) => [f.file, replayFile(f.file, target, f.n)])),
-      testFiles: used.map((f) => f.file),
-    };
-  const plan = { aliases, files: used.map((f) => ({ n: f.n, target, imports: importsPath(target) })) };
-  return { overlay: { [`${RUNTIME_DIR}/node-plan.json`]: JSON.stringify(plan) }, nodeArgs };
-}
-
 const passedSet = (cases: TestCase[]) =>
   new Set(cases.filter((c) => c.status === 'passed').map((c) => `${c.file}\0${c.name}`));
 
-export interface ReplayJudgeOptions {
-  /** The modes calibration may give a task, cheapest first (default node, then vitest). */
-  modes?: ReplayMode[];
-}
-
 /** Records, self-replays and replays candidates of `file` tasks (vitest) through a judge runner. */
-export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptions = {}) {
-  const modes = options.modes ?? ['node', 'vitest'];
+export function createReplayJudge(judges: JudgeRunner) {
   /** One replay run of `candidate` in a box without test files: the outputs per `file\0i`, or infra. */
   async function replayRun(
     task: Task,
     workspaceDir: string,
     candidate: string,
-    how: { mode: ReplayMode; aliases: PathAliases },
     files: { file: string; script: ScriptCall[] }[],
     imports: ImportedModule[],
     signal?: AbortSignal,
   ): Promise<Map<string, ReplayedCall> | { infra: string }> {
+    const overlay: Record<string, string> = { ...runtimeOverlay(task, imports), [task.target]: candidate };
     const used = files.map((f, n) => ({ ...f, n })).filter((f) => f.script.length > 0);
-    const { overlay: own, ...command } = modeRun(how.mode, task.target, used, how.aliases);
-    const overlay: Record<string, string> = {
-      ...runtimeOverlay(task, imports),
-      [task.target]: candidate,
-      ...Object.fromEntries(
-        used.map((f) => [`${RUNTIME_DIR}/script-${f.n}.json`, JSON.stringify({ calls: f.script })]),
-      ),
-      ...own,
-    };
+    for (const f of used) {
+      overlay[`${RUNTIME_DIR}/script-${f.n}.json`] = JSON.stringify({ calls: f.script });
+      overlay[f.file] = replayFile(f.file, task.target, f.n);
+    }
     const run = await judges.run({
       task,
       workspaceDir,
       overlay,
       harness: false,
       pruneTests: true,
-      ...command,
+      testFiles: used.map((f) => f.file),
       collect: used.map((f) => `${RUNTIME_DIR}/out-${f.n}.json`),
       ...(signal ? { signal } : {}),
     });
@@ -293,14 +233,13 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
   return {
     /**
      * Records the reference under the task's tests and replays it twice; the answer key, or why the task
-     * is not replayable (a verdict on the task, kept), or infra (retry). The reference's own run may still
-     * be running (the recording runs beside it; its cases are read after).
+     * is not replayable (a verdict on the task, kept), or infra (retry).
      */
     async record(
       task: Task,
       workspaceDir: string,
       reference: string,
-      referenceRun: JudgeRun | Promise<JudgeRun>,
+      referenceRun: JudgeRun,
       signal?: AbortSignal,
     ): Promise<ReplayKey | { infra: string }> {
       if (task.kind !== 'file') return notReplayable('only file tasks are replayed');
@@ -367,7 +306,7 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
       if (!run.verdict)
         return notReplayable(`the recording run gave no verdict: ${run.failure ?? 'unknown'}`);
       const passing = passedSet(run.verdict.cases);
-      const lost = ((await referenceRun).verdict?.cases ?? []).filter(
+      const lost = (referenceRun.verdict?.cases ?? []).filter(
         (c) => c.status === 'passed' && !passing.has(`${c.file}\0${c.name}`),
       );
       if (lost.length > 0)
@@ -384,27 +323,12 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
       const total = recorded.reduce((a, f) => a + f.calls.filter((c) => c.input.m === undefined).length, 0);
       if (total === 0) return notReplayable('the tests made no call into the target that the recorder saw');
       const files = recorded.map((f) => ({ file: f.file, script: f.calls.map((c) => c.input) }));
-      /** The answer key of one mode: the calls its two self-replays reproduce exactly. */
-      const keyIn = async (mode: ReplayMode): Promise<ReplayKey | { infra: string }> => {
-        const selves = await Promise.all(
-          [1, 2].map(() =>
-            replayRun(task, workspaceDir, reference, { mode, aliases }, files, imports, signal),
-          ),
-        );
-        for (const s of selves)
-          if ('infra' in s) return { infra: `the reference's self-replay (${mode}): ${s.infra}` };
-        const [a, b] = selves as Map<string, ReplayedCall>[];
-        return { ...answerKey(recorded, a!, b!, total), mode, aliases, imports };
-      };
-      // The cheapest mode first: once a mode keeps every call that could be kept, none does better.
-      let best: ReplayKey | null = null;
-      for (const mode of modes) {
-        const key = await keyIn(mode);
-        if ('infra' in key) return key;
-        if (!best || key.kept > best.kept) best = key;
-        if (best.kept === keepable(recorded)) break;
-      }
-      return best ?? notReplayable('no replay mode is enabled', total);
+      const selves = await Promise.all(
+        [1, 2].map(() => replayRun(task, workspaceDir, reference, files, imports, signal)),
+      );
+      for (const s of selves) if ('infra' in s) return { infra: `the reference's self-replay: ${s.infra}` };
+      const [a, b] = selves as Map<string, ReplayedCall>[];
+      return { ...answerKey(recorded, a!, b!, total), imports };
     },
 
     /** Replays a candidate and compares it, on the host, with the key's calls of the tests that passed. */
@@ -423,30 +347,15 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
           .filter((e) => (e.test === null ? fileWithPass.has(f.file) : passed.has(`${f.file}\0${e.test}`)))
           .map((e) => ({ ...e, file: f.file })),
       );
-      if (expected.length === 0) return { compared: 0, differences: [], mode: key.mode };
-      const compareIn = async (mode: ReplayMode): Promise<ReplayVerdict | { infra: string }> => {
-        const how = { mode, aliases: key.aliases };
-        const actual = await replayRun(task, workspaceDir, candidate, how, key.files, key.imports, signal);
-        if ('infra' in actual) return { infra: `the replay could not run (${mode}): ${actual.infra}` };
-        const differences = compareReplay(expected, actual, (f, i) => `${f}\0${i}`);
-        return { compared: expected.length, differences, mode };
+      if (expected.length === 0) return { compared: 0, differences: [] };
+      const actual = await replayRun(task, workspaceDir, candidate, key.files, key.imports, signal);
+      if ('infra' in actual) return { infra: `the replay could not run: ${actual.infra}` };
+      return {
+        compared: expected.length,
+        differences: compareReplay(expected, actual, (f, i) => `${f}\0${i}`),
       };
-      const first = await compareIn(key.mode);
-      // The node mode is not the environment the tests ran in: a difference there is confirmed under
-      // vitest before it costs the candidate anything (an honest rewrite may lean on the runner's setup).
-      if (key.mode === 'node' && !('infra' in first) && first.differences.length > 0)
-        return await compareIn('vitest');
-      return first;
     },
   };
-}
-
-/** Calls an answer key could keep: the target's own calls whose inputs the recorder could capture. */
-function keepable(recorded: { calls: RecordedCall[] }[]): number {
-  return recorded.reduce(
-    (a, f) => a + f.calls.filter((c) => c.input.m === undefined && !c.input.skip).length,
-    0,
-  );
 }
 
 function dedupe(modules: ImportedModule[]): ImportedModule[] {
@@ -468,7 +377,7 @@ export function answerKey(
   a: Map<string, ReplayedCall>,
   b: Map<string, ReplayedCall>,
   total: number,
-): Omit<ReplayKey, 'imports' | 'mode' | 'aliases'> {
+): Omit<ReplayKey, 'imports'> {
   const dropped = new Map<string, number>();
   const drop = (why: string) => dropped.set(why, (dropped.get(why) ?? 0) + 1);
   let kept = 0;

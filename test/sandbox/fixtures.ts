@@ -9,8 +9,6 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'sandbox');
 export const NODE_WS = join(FIXTURES, 'node-basic');
 export const VITEST_WS = join(FIXTURES, 'vitest-ts');
-/** A vitest workspace whose setup file sets globals, with a tsconfig alias (the replay's node mode). */
-export const VITEST_SETUP_WS = join(FIXTURES, 'vitest-setup');
 /** One small workspace per judge (test/fixtures/judges/<name>), with the compliance scenarios. */
 export const JUDGE_FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'judges');
 
@@ -20,7 +18,7 @@ export const JUDGE_FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'judges');
  * (`npm ci` in each, see .ci/run).
  */
 export async function prepareFixtures(): Promise<void> {
-  for (const ws of [VITEST_WS, VITEST_SETUP_WS, join(JUDGE_FIXTURES, 'vitest')])
+  for (const ws of [VITEST_WS, join(JUDGE_FIXTURES, 'vitest')])
     await symlink(join(REPO_ROOT, 'node_modules'), join(ws, 'node_modules')).catch(
       (err: NodeJS.ErrnoException) => {
         if (err.code !== 'EEXIST') throw err;

@@ -175,60 +175,56 @@ describe('scored candidates that never settle (bubblewrap)', () => {
     TEST_MS,
   );
 
-  // Sleeping runs leave the CPU to each other: judged side by side, each still by its own cgroup's
-  // CPU pressure (a start-up spent waiting for a CPU is not time on offer).
-  describe.concurrent('that sleep', () => {
-    it.each([
-      ['top-level await on a promise that never resolves', 'await new Promise(() => {});'],
-      [
-        'top-level await on a setTimeout chain',
-        'await new Promise(() => {\n  const tick = () => setTimeout(tick, 25);\n  tick();\n});',
-      ],
-      [
-        'Atomics.wait at load (the thread sleeps, no timer can fire)',
-        'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);',
-      ],
-    ])(
-      '%s: timeout, reward 0',
-      async (_name, prelude) => {
-        timeout(await score(scorer, strings, `${prelude}\n${reference}`));
-      },
-      TEST_MS,
-    );
+  it.each([
+    ['top-level await on a promise that never resolves', 'await new Promise(() => {});'],
+    [
+      'top-level await on a setTimeout chain',
+      'await new Promise(() => {\n  const tick = () => setTimeout(tick, 25);\n  tick();\n});',
+    ],
+    [
+      'Atomics.wait at load (the thread sleeps, no timer can fire)',
+      'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);',
+    ],
+  ])(
+    '%s: timeout, reward 0',
+    async (_name, prelude) => {
+      timeout(await score(scorer, strings, `${prelude}\n${reference}`));
+    },
+    TEST_MS,
+  );
 
-    it(
-      'a function that sleeps forever inside a test (Atomics.wait): timeout, reward 0',
-      async () => {
-        const sleeper = reference.replace(
-          'return text\n',
-          'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);\n  return text\n',
-        );
-        expect(sleeper).not.toBe(reference);
-        timeout(await score(scorer, strings, sleeper));
-      },
-      TEST_MS,
-    );
+  it(
+    'a function that sleeps forever inside a test (Atomics.wait): timeout, reward 0',
+    async () => {
+      const sleeper = reference.replace(
+        'return text\n',
+        'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);\n  return text\n',
+      );
+      expect(sleeper).not.toBe(reference);
+      timeout(await score(scorer, strings, sleeper));
+    },
+    TEST_MS,
+  );
 
-    it(
-      'node:test: a function whose promise never settles while a timer keeps the process up',
-      async () => {
-        const math0 = await readFile(join(NODE_WS, 'src/math.js'), 'utf8');
-        const keeper = `setInterval(() => {}, 1000);\nawait new Promise(() => {});\n${math0}`;
-        timeout(await score(scorer, math, keeper));
-      },
-      TEST_MS,
-    );
+  it(
+    'node:test: a function whose promise never settles while a timer keeps the process up',
+    async () => {
+      const math0 = await readFile(join(NODE_WS, 'src/math.js'), 'utf8');
+      const keeper = `setInterval(() => {}, 1000);\nawait new Promise(() => {});\n${math0}`;
+      timeout(await score(scorer, math, keeper));
+    },
+    TEST_MS,
+  );
 
-    it(
-      'a tests candidate whose test awaits a promise that never resolves (no test timeout)',
-      async () => {
-        const original = await readFile(join(VITEST_WS, 'test/strings.test.ts'), 'utf8');
-        const hung = `${original}\nit('waits', async () => {\n  await new Promise(() => {});\n}, 2_000_000_000);\n`;
-        timeout(await score(scorer, stringsTests, hung));
-      },
-      TEST_MS,
-    );
-  });
+  it(
+    'a tests candidate whose test awaits a promise that never resolves (no test timeout)',
+    async () => {
+      const original = await readFile(join(VITEST_WS, 'test/strings.test.ts'), 'utf8');
+      const hung = `${original}\nit('waits', async () => {\n  await new Promise(() => {});\n}, 2_000_000_000);\n`;
+      timeout(await score(scorer, stringsTests, hung));
+    },
+    TEST_MS,
+  );
 
   it(
     'a busy loop in a child process on a host with CPU to give: reward 0, never an infrastructure error',
