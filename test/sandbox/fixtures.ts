@@ -111,20 +111,3 @@ export async function fixtureTasks(): Promise<Record<string, Task>> {
     }),
   };
 }
-
-/** Wrong on every counted case of the vitest fixture's test/strings.test.ts: scores 0 honestly. */
-export const WRONG_STRINGS = `
-export function slugify(text: string): string {
-  return text.toLowerCase();
-}
-export function capitalize(text: string): string {
-  return \`\${text}!\`;
-}
-export function wordCounts(_text: string): Map<string, number> {
-  return new Map();
-}
-`;
-
-/** Code the static rules cannot read: built from strings at run time, awaited when the module loads. */
-export const runtime = (code: string) =>
-  `const __f = Object.getPrototypeOf(async () => {}).constructor;\nawait __f(${JSON.stringify(code)})();\n`;
