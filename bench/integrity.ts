@@ -53,6 +53,7 @@ async function worker(scorerModule: string, tasksFile: string, replay: boolean):
     await scorer.score({ task, workspaceDir: LEDGER, candidate: references[i]! });
   process.stdout.write(`${CALIBRATED}\n`);
   await new Promise((resolve) => process.stdin.once('data', resolve));
+  process.stdin.destroy();
   const rewards: (number | null)[] = [];
   for (const [i, task] of tasks.entries()) {
     // The honest copy is not the reference's text: it is judged as any candidate is (the replay too).
@@ -94,7 +95,7 @@ async function measure(scorerModule: string, tasksFile: string, replay = true) {
     if (Number.isNaN(calibrationS) && out.includes(`${CALIBRATED}\n`))
       void cg.cpuMs().then((ms) => {
         calibrationS = ms / 1000;
-        child.stdin.write('go\n');
+        child.stdin.end('go\n');
       });
   });
   const code = await new Promise<number | null>((r) => child.on('exit', r));
