@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import ts from 'typescript';
 import { createBwrapConfinement } from '../sandbox/bwrap.ts';
 import { prepareMutationRun } from '../sandbox/mutation/plan.ts';
+import { workspaceModules } from '../sandbox/mutation/resolve.ts';
 import { REPO_ROOT } from '../test/sandbox/fixtures.ts';
 import { runPlans, runTestsInBox } from '../test/sandbox/mutation/harness.ts';
 
@@ -79,6 +80,7 @@ async function planFor(
     testFile: { path: testPath, text },
     max,
     salt: 'bench',
+    access: workspaceModules(LEDGER),
   });
 }
 

@@ -7,13 +7,15 @@ import { type CgroupOptions, type Cgroups, probeCgroups } from './cgroup.ts';
 import {
   BackendUnavailableError,
   type Confinement,
+  REPORT_FD,
   type RunResult,
   type RunSpec,
   type SelfTestResult,
   type SpawnedProcess,
   type SpawnSpec,
 } from './confinement.ts';
-import { type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
+import { hostCpuWait } from './cpu-wait.ts';
+import { hangRule, type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
 import { asRunLimits, type Limits, type ProcessLimits, rlimitCpuSeconds } from './limits.ts';
 import { logger } from './log.ts';
 import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace, processTree } from './procfs.ts';
@@ -230,6 +232,11 @@ export interface BwrapOptions {
   maxConcurrent?: number;
   /** How runs are accounted per run (cgroup v2, v1 or none; default: probed). */
   cgroups?: CgroupOptions;
+  /**
+   * Reads each run's CPU wait instead of its cgroup's `cpu.pressure` and the host's (a monitor per run
+   * with `cpuWait`; tests simulate a starved host with it). Default: the cgroup's, else the host's.
+   */
+  cpuWait?: () => RunMonitor;
 }
 
 /**
@@ -253,11 +260,19 @@ export async function scratchFolders(box: string): Promise<ScratchFolders> {
 async function monitorsFor(
   spec: RunSpec,
   cgroups: Cgroups,
+  cpuWait: (() => RunMonitor) | undefined,
 ): Promise<{ monitors: RunMonitor[]; done(): Promise<void> }> {
   const storage = await watchBoxStorage(spec.box, spec.limits);
   const cg = await cgroups.create(spec.limits);
+  // The CPU wait is read from the first monitor that can tell: the run's cgroup, else the host.
+  const wait = cpuWait ? [cpuWait()] : [];
   return {
-    monitors: [storage, cg ?? sampledLimits(spec.limits)],
+    monitors: [
+      ...wait,
+      storage,
+      cg ?? sampledLimits(spec.limits),
+      ...(spec.reference ? [hostCpuWait()] : []),
+    ],
     done: async () => await cg?.destroy(),
   };
 }
@@ -326,7 +341,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         });
         const tracked = namespaceMembers(uid);
         log(`run ${argv.join(' ')}`);
-        const watch = await monitorsFor(spec, cgroups);
+        const watch = await monitorsFor(spec, cgroups, options.cpuWait);
         try {
           return await runGroup({
             argv,
@@ -335,6 +350,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
             uid,
             gid: uid,
             wallMs: spec.limits.wallMs,
+            hang: hangRule(spec),
             cpuMs: spec.limits.cpuMs,
             outputBytes: spec.limits.outputBytes,
             signal: spec.signal,
@@ -342,6 +358,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
             onInfo: tracked.onInfo,
             members: tracked.members,
             monitors: watch.monitors,
+            report: spec.reportPipe ? { fd: REPORT_FD, maxBytes: spec.reportPipe.maxBytes } : undefined,
           });
         } finally {
           await watch.done();

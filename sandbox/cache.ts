@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { sha256Hex } from '../protocol/canonical.ts';
 import { SentinelState } from './integrity/sentinel.ts';
 import { logger } from './log.ts';
+import { ReplayKey } from './replay/judge.ts';
 import { StrengthKey } from './strength.ts';
 
 const log = logger('vtnode:sandbox:cache');
@@ -19,17 +20,21 @@ const Reading = z.union([
   z.object({ ok: z.literal(false), problem: z.string() }),
 ]);
 
-/** What a reference run left that later scores need (its verdict, its sentinels), without the process. */
+/** What a reference run left that later scores need (its verdict, its sentinels, its time), without the process. */
 export const StoredReference = z.object({
-  v: z.literal(2),
+  v: z.literal(3),
   /** sha256 of the reference text the run judged. */
   contentHash: z.string(),
   verdict: z.object({ cases: z.array(Case), errors: z.array(z.string()) }).nullable(),
   sentinels: z.array(z.tuple([z.string(), Reading])),
   exitDisagreement: z.string().nullable(),
   failure: z.string().nullable(),
+  /** The reference run's wall and CPU time, ms: the hang rule's yardstick (sandbox/overrun.ts). */
+  time: z.object({ wallMs: z.number().nonnegative(), cpuMs: z.number().nonnegative() }).nullable(),
   /** `tests` tasks: the answer key of test strength (sandbox/strength.ts). */
   strength: StrengthKey.optional(),
+  /** `file` tasks: the differential replay's answer key (sandbox/replay/judge.ts). */
+  replay: ReplayKey.optional(),
 });
 export type StoredReference = z.infer<typeof StoredReference>;
 

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readPressureSome } from './cpu-wait.ts';
 import { logger } from './log.ts';
+import type { CpuWait } from './overrun.ts';
 import { type MountEntry, readMounts } from './procfs.ts';
 
 const log = logger('vtnode:sandbox:cgroup');
@@ -31,6 +33,11 @@ export interface RunCgroup {
   cpuMs(): Promise<number>;
   /** `memory` after an OOM kill in the cgroup, `processes` after a fork refused by its pids limit. */
   exceeded(): Promise<CgroupExceeded | null>;
+  /**
+   * Time some process of the run waited for a CPU (cgroup v2 `cpu.pressure` "some", dead processes
+   * included), or null without a cgroup2 folder for the run (PSI off, or no cgroup2 hierarchy on v1).
+   */
+  cpuWait(): Promise<CpuWait | null>;
   /** Kills whatever is left in the cgroup and removes it (what cannot be removed is swept later). */
   destroy(): Promise<void>;
 }
@@ -57,6 +64,11 @@ export interface CgroupLayout {
   memory: string;
   pids: string;
   cpu: string;
+  /**
+   * cgroup2 folder whose children give runs their CPU pressure: the v2 folder itself, or on a v1 host
+   * that also mounts a cgroup2 hierarchy (hybrid), our folder there (no controller needed for PSI).
+   */
+  pressure?: string | undefined;
 }
 
 type Role = 'memory' | 'pids' | 'cpu';
@@ -153,8 +165,8 @@ export function cgroupLayouts(
   };
   const [memory, pids, cpu] = [v1Dir('memory'), v1Dir('pids'), v1Dir('cpuacct')];
   return {
-    v2: v2Dir ? { kind: 'v2', memory: v2Dir, pids: v2Dir, cpu: v2Dir } : null,
-    v1: memory && pids && cpu ? { kind: 'v1', memory, pids, cpu } : null,
+    v2: v2Dir ? { kind: 'v2', memory: v2Dir, pids: v2Dir, cpu: v2Dir, pressure: v2Dir } : null,
+    v1: memory && pids && cpu ? { kind: 'v1', memory, pids, cpu, pressure: v2Dir ?? undefined } : null,
   };
 }
 
@@ -218,10 +230,23 @@ function runCgroup(layout: CgroupLayout, name: string): RunCgroup & { init(l: Cg
   const flavor = FLAVORS[layout.kind];
   const dirOf = (role: Role) => join(layout[role], name);
   const dirs = [...new Set((['memory', 'pids', 'cpu'] as const).map(dirOf))];
+  // The pressure folder is optional on v1: a cgroup2 hierarchy we cannot write costs only the reading.
+  let pressure = layout.pressure ? join(layout.pressure, name) : null;
   return {
     dirs,
     async init(limits) {
       for (const dir of dirs) await mkdir(dir);
+      if (pressure && !dirs.includes(pressure)) {
+        const made = await mkdir(pressure).then(
+          () => true,
+          (err: Error) => {
+            log(`no cgroup2 folder for CPU pressure: ${err.message}`);
+            return false;
+          },
+        );
+        if (made) dirs.push(pressure);
+        else pressure = null;
+      }
       for (const knob of flavor.limits(limits)) {
         await writeFile(join(dirOf(knob.role), knob.file), knob.value).catch((err: NodeJS.ErrnoException) => {
           if (!(knob.optional && err.code === 'ENOENT')) throw err;
@@ -242,6 +267,10 @@ function runCgroup(layout: CgroupLayout, name: string): RunCgroup & { init(l: Cg
       if ((await readNumber(dirOf(forks.role), forks.file, forks.key)) > 0) return 'processes';
       return null;
     },
+    async cpuWait() {
+      const us = pressure ? await readPressureSome(join(pressure, 'cpu.pressure')) : null;
+      return us === null ? null : { ms: us / 1000, source: 'cgroup-psi' };
+    },
     async destroy() {
       if (!(await removeCgroup(dirs)))
         log.warn(`cgroup ${dirs.join(', ')} could not be emptied and removed; the next backend sweeps it`);
@@ -251,7 +280,7 @@ function runCgroup(layout: CgroupLayout, name: string): RunCgroup & { init(l: Cg
 
 /** Removes run cgroups whose scorer is gone (killed before its cleanup ran). */
 async function sweepStaleCgroups(layout: CgroupLayout): Promise<void> {
-  for (const parent of new Set([layout.memory, layout.pids, layout.cpu])) {
+  for (const parent of new Set([layout.memory, layout.pids, layout.cpu, layout.pressure ?? layout.cpu])) {
     for (const name of await readdir(parent).catch(() => [] as string[])) {
       const m = NAME.exec(name);
       if (m && !alive(Number(m[1]))) await removeCgroup([join(parent, name)]);

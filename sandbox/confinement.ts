@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Limits, ProcessLimits } from './limits.ts';
+import type { OverrunVerdict, ReferenceTime } from './overrun.ts';
 
 /** Name of a confinement backend. */
 export type BackendName = 'bwrap' | 'seatbelt' | 'unconfined';
@@ -20,8 +21,30 @@ export interface RunSpec {
   env: Record<string, string>;
   /** Resource limits. */
   limits: Limits;
+  /**
+   * The reference's own time under the same tests: with `limits.hang`, the yardstick that makes a run
+   * which outlives it with a CPU on offer the candidate's timeout (sandbox/overrun.ts). Absent: the
+   * wall-clock backstop alone, and a run it ends is not judged.
+   */
+  reference?: ReferenceTime | undefined;
   /** Aborts the run: the whole group is killed. */
   signal?: AbortSignal;
+  /**
+   * The command's fd REPORT_FD is a pipe the host reads as it is written (at most `maxBytes`): the
+   * runner's report leaves the box without ever being a file a process of the box could replace.
+   */
+  reportPipe?: { maxBytes: number };
+}
+
+/** The fd of a run's command that is the report pipe (RunSpec.reportPipe). */
+export const REPORT_FD = 4;
+
+/** What came through a run's report pipe. */
+export interface PipedReport {
+  /** The text written (UTF-8), at most the cap. */
+  text: string;
+  /** More than the cap was written (the text is cut). */
+  overflow: boolean;
 }
 
 /** A resource limit of the whole run that it went over (the run is then killed). */
@@ -49,10 +72,15 @@ export interface RunResult {
   /** Signal that ended the command, if any. */
   signal: string | null;
   /**
-   * True when the wall-clock backstop killed the run and its CPU budget was not spent: the run waited
-   * or was starved by load. Not by itself the candidate's fault.
+   * True when the hang rule or the wall-clock backstop ended the run and its CPU budget was not spent:
+   * the run waited, looped or was starved by load. Whose fault it is says `overrun`.
    */
   timedOut: boolean;
+  /**
+   * The hang rule's verdict on a timed-out run with a reference (`timeout`: the candidate's, reward 0;
+   * `starved`: the host's, infrastructure); null (or absent) when not timed out or not judged.
+   */
+  overrun?: OverrunVerdict | null;
   /** True when the run spent more than its CPU budget (it was killed for it): the candidate's fault. */
   cpuExceeded: boolean;
   /**
@@ -72,6 +100,8 @@ export interface RunResult {
   /** Processes of the run still alive after it ended (then killed); must be 0. */
   survivors: number;
   usage: ResourceUsage;
+  /** What came through the report pipe, when the spec asked for one. */
+  report?: PipedReport;
 }
 
 /** A long-lived process to start confined (a service that talks over its stdio). */

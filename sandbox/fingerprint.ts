@@ -3,7 +3,7 @@ import type { JudgeSpec } from '../protocol/task.ts';
 import type { Limits } from './limits.ts';
 
 /** Version of the scoring rules: bump whenever a change could change a reward. */
-export const SCORER_VERSION = 'vtnode-scorer/3';
+export const SCORER_VERSION = 'vtnode-scorer/4';
 
 /** Everything a score depends on besides the candidate and the task's identity. */
 export interface EvaluationParts {

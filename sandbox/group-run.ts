@@ -1,9 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ExceededLimit, ResourceUsage, RunResult } from './confinement.ts';
+import type { ExceededLimit, ResourceUsage, RunResult, RunSpec } from './confinement.ts';
 import type { Limits } from './limits.ts';
 import { logger } from './log.ts';
+import {
+  type CpuWait,
+  type HangPolicy,
+  judgeOverrun,
+  type OverrunVerdict,
+  type ReferenceTime,
+} from './overrun.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
+import { openReportPipe, type ReportPipe } from './report-pipe.ts';
 
 const log = logger('vtnode:sandbox:group-run');
 
@@ -15,6 +23,22 @@ export interface RunMonitor {
   cpuMs?(): Promise<number>;
   /** The limit the run has exceeded so far, given its live processes (null where unknown). */
   exceeded?(members: ProcInfo[] | null): Promise<ExceededLimit | null>;
+  /** Time the run has waited for a CPU so far (an upper bound), or null where this monitor cannot tell. */
+  cpuWait?(): Promise<CpuWait | null>;
+}
+
+/** The hang rule of one run (sandbox/overrun.ts): its yardstick and constants. */
+export interface HangRule {
+  /** The reference's own time under the same tests. */
+  reference: ReferenceTime;
+  policy: HangPolicy;
+}
+
+/** The hang rule of a run: its limits' policy with its reference's time, when it has both. */
+export function hangRule(spec: Pick<RunSpec, 'limits' | 'reference'>): HangRule | undefined {
+  return spec.limits.hang && spec.reference
+    ? { reference: spec.reference, policy: spec.limits.hang }
+    : undefined;
 }
 
 /** How to start one process group and how to find the processes that belong to it. */
@@ -40,6 +64,8 @@ export interface GroupRunOptions {
   infoFds?: number;
   /** Receives the text of extra pipe `fd` once it closes. */
   onInfo?: (fd: number, text: string) => void;
+  /** A report pipe at this fd (after the info pipes), read whole up to `maxBytes` (RunResult.report). */
+  report?: { fd: number; maxBytes: number } | undefined;
   /**
    * The processes that belong to the run right now (for usage sampling and the survivor check), or
    * null where the platform cannot tell (then only the group is checked).
@@ -49,6 +75,11 @@ export interface GroupRunOptions {
   monitors?: RunMonitor[];
   /** Sampling period for usage and monitors, milliseconds. */
   sampleMs?: number;
+  /**
+   * Ends a run as the candidate's timeout once it outlives its reference's yardstick with a CPU on offer,
+   * and judges a run the backstop ends (`overrun`); absent: a run the backstop ends is not judged.
+   */
+  hang?: HangRule | undefined;
 }
 
 /**
@@ -64,7 +95,10 @@ export function gatedArgv(argv: string[], env: Record<string, string>): string[]
 }
 
 /** Why the run was ended early; the first cause wins. */
-type Stop = { cause: 'wall' | 'cpu' | 'abort' | 'output' } | { cause: 'limit'; limit: ExceededLimit };
+type Stop =
+  | { cause: 'wall' | 'cpu' | 'abort' | 'output' }
+  | { cause: 'limit'; limit: ExceededLimit }
+  | { cause: 'hang'; verdict: OverrunVerdict };
 
 /** SIGKILLs the child's process group (gone already: nothing to do). */
 export function killGroup(child: ChildProcess): void {
@@ -198,17 +232,19 @@ async function reapGroup(child: ChildProcess, members: GroupRunOptions['members'
   }
 }
 
-/** Waits (1 s at most) for stdout and stderr to close, then destroys every pipe. */
-async function closeStreams(child: ChildProcess): Promise<void> {
+/** Waits (1 s at most) for stdout, stderr and the report pipe to close, then destroys every pipe. */
+async function closeStreams(child: ChildProcess, report: ReportPipe | null): Promise<void> {
   // Streams close once every holder of the pipes is dead; do not wait on a stuck holder forever.
   await Promise.race([
-    Promise.all(
-      [child.stdout, child.stderr].map(
+    Promise.all([
+      report?.text,
+      ...[child.stdout, child.stderr].map(
         (s) => new Promise<void>((r) => (s && !s.readableEnded ? s.once('close', () => r()) : r())),
       ),
-    ),
+    ]),
     sleep(1000),
   ]);
+  report?.destroy();
   for (const s of child.stdio) (s as NodeJS.ReadableStream & { destroy?: () => void })?.destroy?.();
 }
 
@@ -217,10 +253,26 @@ function startSampler(
   child: ChildProcess,
   opts: GroupRunOptions,
   stop: (s: Stop) => void,
-): { usage: Omit<ResourceUsage, 'wallMs'>; finish(): Promise<ExceededLimit | null> } {
+  started: number,
+): {
+  usage: Omit<ResourceUsage, 'wallMs'>;
+  /** The last reading of the run's CPU wait (null where nothing tells). */
+  waited(): CpuWait | null;
+  finish(): Promise<ExceededLimit | null>;
+} {
   const usage = { cpuMs: 0, peakRssBytes: 0, peakProcesses: 0 };
   const monitors = opts.monitors ?? [];
   const exact = monitors.find((m) => m.cpuMs)?.cpuMs;
+  let waited: CpuWait | null = null;
+  /** The run's wall time just before `waited` was read (the wait only grows: offered time is not overstated). */
+  let waitedAt = 0;
+  const readWait = async () => {
+    for (const m of monitors) {
+      const w = await m.cpuWait?.().catch(() => null);
+      if (w) return w;
+    }
+    return null;
+  };
   const poll = async (procs: ProcInfo[] | null): Promise<ExceededLimit | null> => {
     if (procs && procs.length > 0) {
       usage.peakRssBytes = Math.max(usage.peakRssBytes, sum(procs, (p) => p.rssPages) * PAGE_SIZE);
@@ -228,6 +280,10 @@ function startSampler(
     }
     const cpu = exact ? await exact().catch(() => 0) : procs ? sampledCpuMs(procs) : 0;
     usage.cpuMs = Math.max(usage.cpuMs, cpu);
+    if (opts.hang) {
+      waitedAt = performance.now() - started;
+      waited = await readWait();
+    }
     for (const m of monitors) {
       const limit = await m.exceeded?.(procs).catch(() => null);
       if (limit) return limit;
@@ -240,13 +296,16 @@ function startSampler(
     while (running) {
       const procs = opts.members ? await opts.members(child).catch(() => null) : null;
       const limit = await poll(procs);
+      const hang = opts.hang ? overrun(opts, opts.hang, waitedAt, usage.cpuMs, waited) : null;
       if (limit) stop({ cause: 'limit', limit });
       else if (usage.cpuMs > opts.cpuMs) stop({ cause: 'cpu' });
+      else if (hang?.verdict === 'timeout') stop({ cause: 'hang', verdict: hang });
       await Promise.race([sleep(opts.sampleMs ?? 200), new Promise<void>((r) => (wake = r))]);
     }
   })();
   return {
     usage,
+    waited: () => waited,
     async finish() {
       running = false;
       wake();
@@ -258,6 +317,24 @@ function startSampler(
   };
 }
 
+/** The hang rule's verdict on a run that has used `wallMs` and `cpuMs` so far. */
+function overrun(
+  opts: GroupRunOptions,
+  hang: HangRule,
+  wallMs: number,
+  cpuMs: number,
+  waited: CpuWait | null,
+): OverrunVerdict {
+  return judgeOverrun({
+    wallMs,
+    cpuMs,
+    waited,
+    reference: hang.reference,
+    backstopMs: opts.wallMs,
+    policy: hang.policy,
+  });
+}
+
 /**
  * Starts `argv` as the leader of a new process group (held at a gate until the monitors attach it),
  * captures capped output, samples usage, and kills the whole group on the wall-clock backstop, the CPU
@@ -267,21 +344,27 @@ function startSampler(
 export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   const started = performance.now();
   const extra = opts.infoFds ?? 0;
+  const reportFd = opts.report?.fd;
+  if (reportFd !== undefined && reportFd < 3 + extra)
+    throw new Error(`runGroup: the report fd ${reportFd} overlaps the info pipes (fd 3 to ${2 + extra})`);
   const gated = (opts.monitors ?? []).some((m) => m.attach);
   const argv = gated ? gatedArgv(opts.argv, opts.env) : opts.argv;
+  const owner = opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid ?? opts.uid } : undefined;
+  const report = opts.report ? await openReportPipe(opts.report.maxBytes, owner) : null;
+  // Info pipes, nothing between them and the report fd, then the report pipe's write end.
+  const slots = Array.from({ length: (reportFd ?? 2 + extra) - 2 }, (_, i): 'pipe' | 'ignore' | number =>
+    i < extra ? 'pipe' : i === (reportFd ?? 0) - 3 ? report!.writeFd : 'ignore',
+  );
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: opts.cwd,
     env: opts.env,
     detached: true,
-    stdio: [
-      gated ? 'pipe' : 'ignore',
-      'pipe',
-      'pipe',
-      ...Array.from({ length: extra }, () => 'pipe' as const),
-    ],
+    stdio: [gated ? 'pipe' : 'ignore', 'pipe', 'pipe', ...slots],
     ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
     ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
   });
+  // The child holds its copy now (or never will): only the run's processes may keep the pipe open.
+  report?.closeWriteEnd();
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code, signal) => resolve({ code, signal }));
@@ -295,8 +378,12 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   const output = captureOutput(child, opts.outputBytes, () => stop({ cause: 'output' }));
   captureInfo(child, extra, opts.onInfo);
   if (gated) await openGate(child, opts.monitors ?? []);
-  const sampler = startSampler(child, opts, stop);
-  const timer = setTimeout(() => stop({ cause: 'wall' }), opts.wallMs);
+  const sampler = startSampler(child, opts, stop, started);
+  let wallAt = 0;
+  const timer = setTimeout(() => {
+    wallAt = performance.now() - started;
+    stop({ cause: 'wall' });
+  }, opts.wallMs);
   const onAbort = () => stop({ cause: 'abort' });
   if (opts.signal?.aborted) onAbort();
   else opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -312,9 +399,17 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   }
   const survivors = await reapGroup(child, opts.members);
   const lateLimit = await sampler.finish();
-  await closeStreams(child);
+  await closeStreams(child, report);
   const s = stopped as Stop | null;
   const cpuExceeded = s?.cause === 'cpu' || sampler.usage.cpuMs > opts.cpuMs;
+  const timedOut = (s?.cause === 'wall' || s?.cause === 'hang') && !cpuExceeded;
+  // The backstop's stop is judged on the final readings (exact CPU, the wait up to the end).
+  const judged =
+    s?.cause === 'hang'
+      ? s.verdict
+      : timedOut && opts.hang
+        ? overrun(opts, opts.hang, wallAt, sampler.usage.cpuMs, sampler.waited())
+        : null;
   log(
     `ended: exit ${exit.code} signal ${exit.signal} stopped ${JSON.stringify(s)} late ${lateLimit} ` +
       `cpu ${(opts.monitors ?? []).some((m) => m.cpuMs) ? 'exact' : 'sampled'} ` +
@@ -323,7 +418,8 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
   return {
     exitCode: exit.code,
     signal: exit.signal,
-    timedOut: s?.cause === 'wall' && !cpuExceeded,
+    timedOut,
+    overrun: timedOut ? judged : null,
     cpuExceeded,
     limitExceeded: s?.cause === 'limit' ? s.limit : lateLimit,
     aborted: s?.cause === 'abort',
@@ -332,5 +428,6 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
     stderr: output.text('err'),
     survivors,
     usage: { wallMs: Math.round(performance.now() - started), ...sampler.usage },
+    ...(report ? { report: await report.text } : {}),
   };
 }

@@ -1,11 +1,19 @@
+import { DEFAULT_HANG_POLICY, type HangPolicy } from './overrun.ts';
+
 /** Resource limits for one confined run. */
 export interface Limits {
   /**
    * Wall-clock backstop, milliseconds: ends a run that neither finishes nor spends its CPU budget (it
-   * sleeps, waits, deadlocks, or is starved by a loaded host). Reported as `timedOut`, which is not by
-   * itself the candidate's fault.
+   * sleeps, waits, deadlocks, or is starved by a loaded host). Reported as `timedOut`; with a reference
+   * (RunSpec.reference) and `hang`, judged as the candidate's timeout or the host's starvation.
    */
   wallMs: number;
+  /**
+   * The hang rule (sandbox/overrun.ts): a run with a reference is the candidate's timeout once it
+   * outlives `factor` × the reference's time (at least `floorMs`, at most `backstopShare` of `wallMs`)
+   * with a CPU on offer; only a starved host makes it an infrastructure error. Absent: no hang rule.
+   */
+  hang?: HangPolicy;
   /**
    * CPU budget of the whole run, milliseconds: user + system time of all its processes, dead ones
    * included. Spending it ends the run (`cpuExceeded`, the candidate's fault). Unlike wall time it does
@@ -43,6 +51,7 @@ export const DEFAULT_LIMITS: Limits = {
   fileSizeBytes: 64 * 1024 ** 2,
   diskBytes: 256 * 1024 ** 2,
   inodes: 20_000,
+  hang: DEFAULT_HANG_POLICY,
 };
 
 /** How a task's time limit (measured as wall time when it was mined) becomes a run's limits. */

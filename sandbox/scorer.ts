@@ -10,13 +10,16 @@ import type { Confinement, RunResult, SelfTestResult } from './confinement.ts';
 import { evaluationFingerprint, SCORER_VERSION } from './fingerprint.ts';
 import { INTEGRITY_DIGEST } from './integrity/rewrite.ts';
 import { sentinelProblems } from './integrity/sentinel.ts';
-import { createJudgeRunner, type JudgeRun } from './judge-run.ts';
+import { createJudgeRunner, type JudgeRun, TIMEOUT_REASON } from './judge-run.ts';
 import { judgeFor } from './judges/index.ts';
 import { packageVersion } from './judges/package.ts';
 import { countCases, inventoryDifferences, type TestCase } from './judges/verdict.ts';
 import { DEFAULT_LIMITS, type Limits, limitsFor } from './limits.ts';
 import { addedPatterns, LINTS } from './lints.ts';
 import { logger } from './log.ts';
+import type { OverrunVerdict, ReferenceTime } from './overrun.ts';
+import { formatDifference } from './replay/compare.ts';
+import { createReplayJudge, REPLAY_DIGEST, type ReplayKey, replayReason } from './replay/judge.ts';
 import { computeReward, DEFAULT_LINT_FACTOR, type RewardInput } from './reward.ts';
 import { createStrengthJudge, type StrengthKey } from './strength.ts';
 import { addedTamper } from './tamper.ts';
@@ -50,6 +53,30 @@ export interface ScorerOptions {
   typecheckService?: boolean;
   /** Budgets of the type-check services (CPU per check, start, wall factor). */
   typecheckServiceOptions?: TypecheckStageOptions['serviceOptions'];
+  /**
+   * Differential replay of `file` tasks (default true): the reference's calls recorded at calibration,
+   * replayed against each candidate in a box without test files, compared on the host (sandbox/replay/).
+   */
+  replay?: boolean;
+}
+
+/** The differential replay of a candidate (file tasks), beside the test run's verdict. */
+export interface ReplaySummary {
+  /** Whether the task's calls replay (its answer key holds at least one call). */
+  replayable: boolean;
+  /** Why the task is not replayable, or null. */
+  why: string | null;
+  /** Calls the tests made into the reference, and those that replay (coverage: kept ÷ recorded). */
+  recorded: number;
+  kept: number;
+  /** Where the task's candidates are replayed; for a replayed candidate, where its verdict came from. */
+  mode: 'node' | 'vitest';
+  /** Calls compared for this candidate (those of the tests it passed); null when it was not replayed. */
+  compared: number | null;
+  /** Of them, those whose outputs differ from the reference's; null when it was not replayed. */
+  differing: number | null;
+  /** The first differences, by name. */
+  differences: string[];
 }
 
 export interface ScoreRequest {
@@ -73,17 +100,21 @@ export interface RunSummary {
   outputCapped: boolean;
   survivors: number;
   usage: RunResult['usage'];
+  /** The hang rule's verdict on a timed-out run (sandbox/overrun.ts), else null. */
+  overrun: OverrunVerdict | null;
 }
 
 export interface ScoreResult {
   taskId: string;
   /**
-   * `scored`: the reward is the candidate's. `error`: scoring failed for infrastructure reasons (a box
-   * that could not be set up, a run or type-check stopped by its wall-clock limit on a loaded machine, a
-   * reference that could not run); `reward` is null and the sample must be retried or stored unscored —
-   * never as a 0.
+   * `scored`: the reward is the candidate's. `timeout`: scored too, reward 0: the candidate's run did not
+   * finish while the host had CPU to give it (the hang rule, sandbox/overrun.ts; the first reason begins
+   * with `timeout:`). `error`: scoring failed for infrastructure reasons (a box that could not be set
+   * up, a run starved of CPU by a loaded host, a type-check stopped by its wall-clock limit, a reference
+   * that could not run); `reward` is null and the sample must be retried or stored unscored — never as
+   * a 0.
    */
-  status: 'scored' | 'error';
+  status: 'scored' | 'timeout' | 'error';
   /** Why scoring failed (status `error`), else null. */
   error: string | null;
   /** In [0, 1]; null when status is `error`. */
@@ -111,6 +142,8 @@ export interface ScoreResult {
   typecheckRun: RunSummary | null;
   /** The type-check service's answer, when it checked. */
   typecheckService: ServiceCheckSummary | null;
+  /** The differential replay (file tasks with the replay on), else null or absent. */
+  replay?: ReplaySummary | null;
 }
 
 /** Scores candidates for tasks, one confined box per run. */
@@ -132,8 +165,25 @@ interface Reference {
   run: JudgeRun;
   /** `tests` tasks: the mutants the original tests kill and the functions they enter. */
   strength: StrengthKey | undefined;
+  /** The reference run's own time: the hang rule's yardstick for candidates (null: no rule). */
+  time: ReferenceTime | null;
   /** Why the reference cannot judge candidates (the task is broken): every score is 0 with these. */
   problems: string[];
+  /** `file` tasks with the replay on: the replay's answer key (or why the task is not replayable). */
+  replay: ReplayKey | undefined;
+}
+
+function replaySummary(key: ReplayKey): ReplaySummary {
+  return {
+    replayable: key.replayable,
+    why: key.why,
+    recorded: key.recorded,
+    kept: key.kept,
+    mode: key.mode,
+    compared: null,
+    differing: null,
+    differences: [],
+  };
 }
 
 const log = logger('vtnode:sandbox:scorer');
@@ -150,6 +200,7 @@ function summary(r: RunResult): RunSummary {
     outputCapped: r.outputCapped,
     survivors: r.survivors,
     usage: r.usage,
+    overrun: r.overrun ?? null,
   };
 }
 
@@ -207,13 +258,15 @@ function couldEarn(input: RewardInput): boolean {
 /** The serialisable part of a reference, for the cache. */
 function toStored(ref: Reference): StoredReference {
   return {
-    v: 2,
+    v: 3,
     contentHash: sha256Hex(ref.content),
     verdict: ref.run.verdict,
     sentinels: [...ref.run.sentinels],
     exitDisagreement: ref.run.exitDisagreement,
     failure: ref.run.failure,
+    time: ref.time,
     ...(ref.strength ? { strength: ref.strength } : {}),
+    ...(ref.replay ? { replay: ref.replay } : {}),
   };
 }
 
@@ -233,7 +286,9 @@ function fromStored(task: Task, content: string, fingerprint: string, s: StoredR
     fingerprint,
     run,
     strength: s.strength,
+    time: s.time,
     problems: referenceProblems(task, content, run),
+    replay: s.replay,
   };
 }
 
@@ -259,6 +314,10 @@ export function createScorer(options: ScorerOptions): Scorer {
     ...(options.boxesDir ? { boxesDir: options.boxesDir } : {}),
   });
   const strength = createStrengthJudge(judges);
+  const replays = createReplayJudge(judges);
+  const replayOn = options.replay !== false;
+  /** Whether a task's reference must carry a replay key (made by this version of the replay). */
+  const wantsReplay = (task: Task) => replayOn && task.kind === 'file';
   const typechecks = createTypecheckStage({
     confinement,
     fresh: runTypecheck,
@@ -321,10 +380,17 @@ export function createScorer(options: ScorerOptions): Scorer {
     workspaceDir: string,
     overlay: Record<string, string>,
     signal?: AbortSignal,
+    reference?: ReferenceTime | null,
   ): Promise<JudgeRun> {
-    let run = await judges.run({ task, workspaceDir, overlay, ...(signal ? { signal } : {}) });
-    for (let i = 0; i < infraRetries && run.infra && !signal?.aborted; i++)
-      run = await judges.run({ task, workspaceDir, overlay, ...(signal ? { signal } : {}) });
+    const request = {
+      task,
+      workspaceDir,
+      overlay,
+      ...(signal ? { signal } : {}),
+      ...(reference ? { reference } : {}),
+    };
+    let run = await judges.run(request);
+    for (let i = 0; i < infraRetries && run.infra && !signal?.aborted; i++) run = await judges.run(request);
     return run;
   }
 
@@ -339,7 +405,9 @@ export function createScorer(options: ScorerOptions): Scorer {
     const fp = await fingerprintFor(task, workspaceDir);
     const key = referenceKey(fp, task.id, task.referenceHash, task.kind);
     const stored = await options.cache?.references.get(key);
-    if (stored && stored.contentHash === sha256Hex(content)) return fromStored(task, content, fp, stored);
+    const storedKeyFits = !wantsReplay(task) || stored?.replay?.digest === REPLAY_DIGEST;
+    if (stored && stored.contentHash === sha256Hex(content) && storedKeyFits)
+      return fromStored(task, content, fp, stored);
     const ref = await runReference(task, workspaceDir, content, fp, signal);
     // Only a good reference is kept: a broken or flaky one is run again next time.
     if (!('infra' in ref) && ref.problems.length === 0 && !task.judge.flaky)
@@ -356,16 +424,27 @@ export function createScorer(options: ScorerOptions): Scorer {
     fp: string,
     signal?: AbortSignal,
   ): Promise<Reference | { infra: string }> {
-    const [run, key] = await Promise.all([
-      judged(task, workspaceDir, {}, signal),
+    const running = judged(task, workspaceDir, {}, signal);
+    // The replay's recording runs beside the reference's own run; it is kept only for a reference that
+    // passes its tests (else there is no answer key).
+    const [run, key, recorded] = await Promise.all([
+      running,
       task.kind === 'tests' ? strength.key(task, workspaceDir, signal) : null,
+      wantsReplay(task) ? replays.record(task, workspaceDir, content, running, signal) : undefined,
     ]);
     const infra = run.infra ?? (key && 'infra' in key ? key.infra : null);
     if (infra) return { infra: `the reference could not be run: ${infra}` };
     const problems = referenceProblems(task, content, run);
     if (key && 'problem' in key) problems.push(key.problem);
     const strengthKey = key && 'key' in key ? key.key : undefined;
-    return { content, fingerprint: fp, run, strength: strengthKey, problems };
+    const time = run.run ? { wallMs: run.run.usage.wallMs, cpuMs: run.run.usage.cpuMs } : null;
+    let replay: ReplayKey | undefined;
+    if (recorded && problems.length === 0) {
+      if ('infra' in recorded)
+        return { infra: `the reference's replay could not be recorded: ${recorded.infra}` };
+      replay = recorded;
+    }
+    return { content, fingerprint: fp, run, strength: strengthKey, time, problems, replay };
   }
 
   function reference(task: Task, workspaceDir: string, signal?: AbortSignal) {
@@ -465,6 +544,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       run: run ? summary(run) : null,
       typecheckRun: null,
       typecheckService: null,
+      replay: null,
     };
   }
 
@@ -499,7 +579,7 @@ export function createScorer(options: ScorerOptions): Scorer {
       const cand =
         candidate === ref.content
           ? ref.run
-          : await judged(task, workspaceDir, { [task.target]: candidate }, req.signal);
+          : await judged(task, workspaceDir, { [task.target]: candidate }, req.signal, ref.time);
       if (cand.infra) return errorResult(task, cand.infra, warnings, ref.fingerprint, cand.run);
       const verdict = cand.verdict;
       // A tests candidate is judged on its own cases (the other judged files are the inventory check).
@@ -524,6 +604,22 @@ export function createScorer(options: ScorerOptions): Scorer {
         lintFactor,
         typecheck: 'not-configured',
       };
+      // The second verdict, out of the candidate's reach: its outputs on the recorded calls, compared here.
+      let replay: ReplaySummary | null = ref.replay ? replaySummary(ref.replay) : null;
+      if (ref.replay?.replayable && replay && verdict && candidate !== ref.content && couldEarn(input)) {
+        const replayed = await replays.replay(task, workspaceDir, candidate, ref.replay, own, req.signal);
+        if ('infra' in replayed)
+          return errorResult(task, replayed.infra, warnings, ref.fingerprint, cand.run);
+        replay = {
+          ...replay,
+          mode: replayed.mode,
+          compared: replayed.compared,
+          differing: replayed.differences.length,
+          differences: replayed.differences.slice(0, 10).map(formatDifference),
+        };
+        const why = replayReason(replayed);
+        if (why) input = { ...input, verdictReasons: [...input.verdictReasons, why] };
+      }
       // The costly stages run only for a candidate that could still earn a positive reward.
       if (task.kind === 'tests' && couldEarn(input)) {
         const measured = await strengthStage(task, workspaceDir, candidate, ref, req.signal);
@@ -562,9 +658,10 @@ export function createScorer(options: ScorerOptions): Scorer {
         diagnostics.push(tail(cand.run?.stderr ?? ''));
       if (verdict) for (const e of verdict.errors) diagnostics.push(e);
       const result = computeReward({ ...input, typecheck });
+      const timedOut = cand.run?.overrun?.verdict === 'timeout' && cand.failure?.startsWith(TIMEOUT_REASON);
       return {
         taskId: task.id,
-        status: 'scored',
+        status: timedOut ? 'timeout' : 'scored',
         error: null,
         reward: result.reward,
         passRate: result.passRate,
@@ -581,6 +678,7 @@ export function createScorer(options: ScorerOptions): Scorer {
         run: cand.run ? summary(cand.run) : null,
         typecheckRun: checked?.run ? summary(checked.run) : null,
         typecheckService: checked?.service ?? null,
+        replay,
       };
     },
   };

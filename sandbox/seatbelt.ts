@@ -7,13 +7,15 @@ import { watchBoxStorage } from './box-storage.ts';
 import {
   BackendUnavailableError,
   type Confinement,
+  REPORT_FD,
   type RunResult,
   type RunSpec,
   type SelfTestResult,
   type SpawnedProcess,
   type SpawnSpec,
 } from './confinement.ts';
-import { type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
+import { hostCpuWait } from './cpu-wait.ts';
+import { hangRule, type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
 import { asRunLimits, type Limits, type ProcessLimits, rlimitCpuSeconds } from './limits.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
@@ -216,6 +218,7 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
         // No cgroups on macOS: the box is walked, memory and processes are sampled (with a dedicated uid).
         const monitors: RunMonitor[] = [await watchBoxStorage(spec.box, spec.limits)];
         if (uid !== undefined) monitors.push(sampledLimits(spec.limits));
+        if (spec.reference) monitors.push(hostCpuWait());
         return await runGroup({
           argv: seatbeltArgv({
             box: spec.box,
@@ -230,10 +233,12 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
           uid,
           gid: uid,
           wallMs: spec.limits.wallMs,
+          hang: hangRule(spec),
           cpuMs: spec.limits.cpuMs,
           outputBytes: spec.limits.outputBytes,
           signal: spec.signal,
           monitors,
+          report: spec.reportPipe ? { fd: REPORT_FD, maxBytes: spec.reportPipe.maxBytes } : undefined,
           // With a dedicated uid every process of that uid belongs to the run: a setsid child that
           // left the group is still found and killed (macOS has no pid namespace).
           ...(uid !== undefined ? { members: () => processesOfUid(uid) } : {}),

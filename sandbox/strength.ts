@@ -14,6 +14,8 @@ import {
   planRunner,
   prepareMutationRun,
 } from './mutation/plan.ts';
+import { workspaceModules } from './mutation/resolve.ts';
+import { copiedFunctions } from './mutation/similarity.ts';
 
 /** Most mutants a tests task is judged on (select.ts spreads them over functions and operators). */
 export const MAX_MUTANTS = 32;
@@ -182,6 +184,7 @@ export function createStrengthJudge(judges: JudgeRunner): StrengthJudge {
         max: MAX_MUTANTS,
         salt: randomBytes(16).toString('hex'),
         registry: 'auto',
+        access: workspaceModules(workspaceDir),
       });
       plan = prepared.plan;
       selected = prepared.mutants.map((m) => m.id);
@@ -235,6 +238,26 @@ export function createStrengthJudge(judges: JudgeRunner): StrengthJudge {
           text: await readFile(insideBox(workspaceDir, path), 'utf8'),
         })),
       );
+      const original = await readFile(insideBox(workspaceDir, task.target), 'utf8');
+      const copied = copiedFunctions(
+        { path: task.target, text: candidate },
+        { path: task.target, text: original },
+        sources,
+      );
+      if (copied.length > 0)
+        // It can tell every mutant by comparing with its copy: no mutation run can judge it.
+        return {
+          killed: 0,
+          of: key.killed.length,
+          covered: 0,
+          ofCovered: key.covered.length,
+          problems: [
+            `tamper: the test file carries a copy of the code under test (${copied
+              .slice(0, 3)
+              .map((f) => `${f.at} ${Math.round(f.share * 100)} %`)
+              .join(', ')})`,
+          ],
+        };
       const out = await run(task, workspaceDir, sources, candidate, signal);
       if (out.kind === 'infra') return { infra: out.error };
       if (out.kind === 'void')

@@ -1,14 +1,16 @@
 import { existsSync } from 'node:fs';
 import { watchBoxStorage } from './box-storage.ts';
-import type {
-  Confinement,
-  RunResult,
-  RunSpec,
-  SelfTestResult,
-  SpawnedProcess,
-  SpawnSpec,
+import {
+  type Confinement,
+  REPORT_FD,
+  type RunResult,
+  type RunSpec,
+  type SelfTestResult,
+  type SpawnedProcess,
+  type SpawnSpec,
 } from './confinement.ts';
-import { runGroup, sampledLimits } from './group-run.ts';
+import { hostCpuWait } from './cpu-wait.ts';
+import { hangRule, runGroup, sampledLimits } from './group-run.ts';
 import { asRunLimits, type Limits, rlimitCpuSeconds } from './limits.ts';
 import { listProcesses, processTree } from './procfs.ts';
 import { spawnGroup } from './spawn-group.ts';
@@ -49,10 +51,16 @@ export function createUnconfined(): Confinement {
         env: spec.env,
         cwd: spec.cwd,
         wallMs: spec.limits.wallMs,
+        hang: hangRule(spec),
         cpuMs: spec.limits.cpuMs,
         outputBytes: spec.limits.outputBytes,
         signal: spec.signal,
-        monitors: linux ? [storage, sampledLimits(spec.limits)] : [storage],
+        monitors: [
+          storage,
+          ...(linux ? [sampledLimits(spec.limits)] : []),
+          ...(spec.reference ? [hostCpuWait()] : []),
+        ],
+        report: spec.reportPipe ? { fd: REPORT_FD, maxBytes: spec.reportPipe.maxBytes } : undefined,
         ...(process.platform === 'linux'
           ? {
               members: async (child) =>

@@ -55,7 +55,9 @@ export { ts as default };
  * the build to its source path (sourceUrlExpression), finds them where it does in the repository:
  * the sandbox harness, reporters and type-check service are loaded by the test runners and the
  * service process; the integrity digest (part of the evaluation fingerprint) hashes the sources of
- * the harness, mutation and tamper rules, so they must be byte-identical to the repository's;
+ * the harness, mutation and tamper rules and the exported-API comparison, and the replay digest
+ * hashes the replay's box runtime and host parts, so they must be
+ * byte-identical to the repository's;
  * `mine` and `demo` default to the example corpus; `demo` spawns bin/vtnode.js.
  */
 export const RUNTIME_FILES: readonly string[] = [
@@ -63,10 +65,13 @@ export const RUNTIME_FILES: readonly string[] = [
   'sandbox/integrity/',
   'sandbox/mutation/',
   'sandbox/reporters/',
+  'sandbox/replay/',
   'sandbox/typecheck/resolve-typescript.mjs',
   'sandbox/typecheck/service.mjs',
   'sandbox/typecheck/service/',
+  'sandbox/typecheck/api.ts',
   'sandbox/tamper.ts',
+  'sandbox/tamper-modules.ts',
   'sandbox/strength.ts',
   'examples/ledger/',
 ];

@@ -31,7 +31,7 @@ no reference scores 1.0, is refused with exit 1 and nothing written.`,
       }),
       unconfined: flag({ doc: 'run without the sandbox (trusted input only)' }),
       json: flag({
-        doc: 'print { "kept": n, "dropped": [{ "taskId", "reason" }], "unscored": [{ "taskId", "reason" }] }',
+        doc: 'print { "kept": n, "dropped": [{ "taskId", "reason" }], "unscored": [{ "taskId", "reason" }], "replay": [{ "taskId", "replayable", "why", "recorded", "kept", "mode" }] }',
       }),
     }),
   ],
@@ -40,6 +40,39 @@ no reference scores 1.0, is refused with exit 1 and nothing written.`,
 interface Dropped {
   taskId: string;
   reason: string;
+}
+
+/** The differential replay's coverage of one kept file task (sandbox/replay/). */
+interface ReplayCoverage {
+  taskId: string;
+  replayable: boolean;
+  why: string | null;
+  recorded: number;
+  kept: number;
+  /** Where its candidates are replayed (the node mode costs a tenth of a vitest run). */
+  mode: 'node' | 'vitest';
+}
+
+/** The replay's lines of the summary: tasks replayable, calls that replay, and why the others do not. */
+export function replayLines(coverage: ReplayCoverage[]): string[] {
+  if (coverage.length === 0) return [];
+  const replayable = coverage.filter((c) => c.replayable);
+  const recorded = coverage.reduce((a, c) => a + c.recorded, 0);
+  const kept = coverage.reduce((a, c) => a + c.kept, 0);
+  const pct = (n: number, of: number) => (of === 0 ? '0' : ((100 * n) / of).toFixed(0));
+  const inNode = replayable.filter((c) => c.mode === 'node').length;
+  const lines = [
+    `replay: ${replayable.length} of ${coverage.length} kept file task(s) replayable (${pct(replayable.length, coverage.length)}%); ` +
+      `${kept} of the ${recorded} calls the tests make replay (${pct(kept, recorded)}%); ` +
+      `${inNode} of ${replayable.length} replayed by node alone`,
+  ];
+  for (const c of coverage)
+    lines.push(
+      c.replayable
+        ? `  ${c.taskId}: ${c.kept}/${c.recorded} calls replay (${c.mode})`
+        : `  ${c.taskId}: not replayable: ${c.why ?? 'unknown'}`,
+    );
+  return lines;
 }
 
 function progress(done: number, total: number, kept: number): void {
@@ -100,6 +133,7 @@ export const command: Command = {
       const kept = new Set<TaskLine>();
       const dropped: Dropped[] = [];
       const unscored: Dropped[] = [];
+      const coverage: ReplayCoverage[] = [];
       let done = 0;
       const calibrateOne = async (l: TaskLine): Promise<void> => {
         const { task } = l;
@@ -118,8 +152,13 @@ export const command: Command = {
           for (const w of r.warnings) process.stderr.write(`vtnode calibrate: ${task.id}: warning: ${w}\n`);
           if (r.status === 'error')
             unscored.push({ taskId: task.id, reason: r.error ?? 'infrastructure failure' });
-          else if (r.reward === 1) kept.add(l);
-          else
+          else if (r.reward === 1) {
+            kept.add(l);
+            if (r.replay) {
+              const { replayable, why, recorded, kept: replayed, mode } = r.replay;
+              coverage.push({ taskId: task.id, replayable, why, recorded, kept: replayed, mode });
+            }
+          } else
             dropped.push({
               taskId: task.id,
               reason: `reference scored ${r.reward}: ${r.reasons.join('; ') || 'below 1.0'}`,
@@ -156,7 +195,10 @@ export const command: Command = {
       process.stderr.write(
         `calibrated ${lines.length} task(s): kept ${kept.size}, dropped ${dropped.length}${unscored.length ? `, unscored ${unscored.length} (infrastructure: run calibrate again for them)` : ''}\n`,
       );
-      if (values.json) process.stdout.write(`${JSON.stringify({ kept: kept.size, dropped, unscored })}\n`);
+      coverage.sort((a, b) => (a.taskId < b.taskId ? -1 : 1));
+      for (const line of replayLines(coverage)) process.stderr.write(`${line}\n`);
+      if (values.json)
+        process.stdout.write(`${JSON.stringify({ kept: kept.size, dropped, unscored, replay: coverage })}\n`);
       return unscored.length > 0 ? 3 : 0;
     } finally {
       process.off('SIGINT', stop);

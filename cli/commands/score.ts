@@ -38,7 +38,7 @@ function human(r: ScoreResult): string {
   if (r.status === 'error')
     return `task ${r.taskId}: NOT SCORED (infrastructure, not a verdict on the candidate): ${r.error}\n`;
   const lines = [
-    `task ${r.taskId}: reward ${r.reward} (pass rate ${r.passRate.toFixed(3)}; ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped, ${r.todo} todo)`,
+    `task ${r.taskId}: reward ${r.reward}${r.status === 'timeout' ? ' — timeout (the run did not finish)' : ''} (pass rate ${r.passRate.toFixed(3)}; ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped, ${r.todo} todo)`,
     `type-check: ${r.typecheck}   backend: ${r.backend}   fingerprint: ${r.fingerprint}`,
   ];
   for (const t of r.tests)

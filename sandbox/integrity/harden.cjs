@@ -288,6 +288,141 @@ function freezeExports(moduleObject, label) {
   return hardenTree(moduleObject, label, new WeakSet(), {});
 }
 
+const CHANNELS = Symbol.for('vtnode.integrity.channels');
+const OBJECT_PROTO = Object.prototype;
+const FUNCTION_PROTO = Function.prototype;
+
+/**
+ * Makes the function-valued properties of `obj` and of its prototype chain (up to Object.prototype)
+ * override-safe accessors: replacing one on the object itself throws, an instance or subclass may still
+ * define its own. Data that is not a function (flags, counters the runtime assigns) stays as it is. Each
+ * object of the chain also gets the methods it inherits as accessors of its own, so a method cannot be
+ * shadowed on a prototype between (`Pipe.prototype.writeBuffer = f` over LibuvStreamWrap's).
+ */
+function freezeMethods(obj, label, seen) {
+  const chain = [];
+  for (let o = obj; isObject(o) && o !== OBJECT_PROTO && o !== FUNCTION_PROTO; o = getPrototypeOf(o))
+    chain.push(o);
+  const inherited = new Map();
+  let n = 0;
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const o = chain[i];
+    const fresh = !seen.has(o);
+    seen.add(o);
+    for (const key of ownKeys(o)) {
+      const d = getOwnPropertyDescriptor(o, key);
+      if (d && 'value' in d && typeof d.value === 'function') inherited.set(key, d.value);
+      else if (d?.get && !d.configurable && inherited.has(key)) inherited.set(key, d.get.call(o));
+      if (!fresh || !d?.configurable || !('value' in d) || typeof d.value !== 'function') continue;
+      accessorFor(o, key, d, label);
+      n++;
+    }
+    // Names this object inherits: an own accessor of the same value, so assigning here throws too.
+    for (const [key, value] of inherited) {
+      if (getOwnPropertyDescriptor(o, key)) continue;
+      if (!Reflect.isExtensible(o)) continue;
+      accessorFor(o, key, { value, enumerable: false, configurable: true, writable: true }, label);
+      n++;
+    }
+  }
+  return n;
+}
+
+/** Native handle classes (by process.binding module) whose prototypes write a stream's bytes. */
+const BINDINGS_WRITING = [
+  ['pipe_wrap', ['Pipe']],
+  ['stream_wrap', ['LibuvStreamWrap', 'WriteWrap', 'ShutdownWrap']],
+  ['tty_wrap', ['TTY']],
+  ['tcp_wrap', ['TCP']],
+];
+
+/** A function that refuses: what the heap-snapshot APIs become in a judged test process. */
+function refused(name) {
+  const f = () => {
+    throw new Error(`vtnode: ${name} is not available in a judged test process`);
+  };
+  freeze(f);
+  return f;
+}
+
+/**
+ * Freezes what carries a test process's results to its runner, in the process the candidate will run in,
+ * before the candidate loads: the IPC send primitives (process.send and process._send, the channel and
+ * its handle's write methods), the serializers they use (node:v8's Serializer, Buffer), worker_threads'
+ * message ports (vitest's threads pool, jest's worker threads), and the event and stream prototypes the
+ * runners' messages travel through. The heap-snapshot APIs are refused (a snapshot would show the
+ * harness's state). `proc` is the real process object (a jest context's `process` is a copy), `load`
+ * a function that returns a builtin module; `stdout: true` also freezes the methods of process.stdout
+ * itself (node:test's child processes report on it). Once per process; returns how many it froze.
+ */
+function freezeChannels(proc, load, { stdout = false } = {}) {
+  if (!isObject(proc) || proc[CHANNELS]) return 0;
+  defineProperty(proc, CHANNELS, { value: true, enumerable: false, writable: false, configurable: false });
+  const seen = new WeakSet();
+  let n = 0;
+  const v8 = load('node:v8');
+  for (const name of ['getHeapSnapshot', 'writeHeapSnapshot', 'setHeapSnapshotNearHeapLimit'])
+    if (typeof v8[name] === 'function') {
+      const d = getOwnPropertyDescriptor(v8, name);
+      if (d?.configurable) defineProperty(v8, name, { ...d, value: refused(`v8.${name}`) });
+    }
+  for (const name of ['send', '_send', 'disconnect', '_disconnect']) {
+    const d = getOwnPropertyDescriptor(proc, name);
+    if (d?.configurable && typeof d.value === 'function') {
+      accessorFor(proc, name, d, 'process');
+      n++;
+    }
+  }
+  const channel = proc.channel;
+  if (isObject(channel)) {
+    n += freezeMethods(channel, 'process.channel', seen);
+    // The channel's handle (kept under a symbol) and its write methods (writeBuffer, writeUtf8String).
+    for (const key of ownKeys(channel)) {
+      const d = getOwnPropertyDescriptor(channel, key);
+      if (d && 'value' in d && isObject(d.value)) n += freezeMethods(d.value, 'process.channel handle', seen);
+    }
+  }
+  // The native stream handles (the IPC pipe, stdout's pipe or tty) write through these prototypes, which
+  // process.binding still hands out.
+  for (const [binding, names] of BINDINGS_WRITING) {
+    let b = null;
+    try {
+      b = typeof proc.binding === 'function' ? proc.binding(binding) : null;
+    } catch {
+      b = null;
+    }
+    for (const name of names)
+      if (typeof b?.[name] === 'function') n += freezeMethods(b[name].prototype, `${binding}.${name}`, seen);
+  }
+  n += freezeMethods(v8, 'node:v8', seen);
+  for (const name of ['Serializer', 'DefaultSerializer', 'Deserializer', 'DefaultDeserializer'])
+    if (typeof v8[name] === 'function') n += freezeMethods(v8[name].prototype, `v8.${name}`, seen);
+  const { Buffer } = load('node:buffer');
+  n += freezeMethods(Buffer.prototype, 'Buffer.prototype', seen);
+  for (const name of ['alloc', 'allocUnsafe', 'allocUnsafeSlow', 'from', 'concat', 'byteLength'])
+    n += freezeStatic(Buffer, name, 'Buffer');
+  const threads = load('node:worker_threads');
+  for (const name of ['MessagePort', 'BroadcastChannel', 'MessageChannel', 'Worker'])
+    if (typeof threads[name] === 'function') n += freezeMethods(threads[name].prototype, name, seen);
+  if (isObject(threads.parentPort)) n += freezeMethods(threads.parentPort, 'parentPort', seen);
+  n += freezeMethods(load('node:events').EventEmitter.prototype, 'EventEmitter.prototype', seen);
+  const stream = load('node:stream');
+  for (const name of ['Readable', 'Writable', 'Duplex', 'Transform'])
+    n += freezeMethods(stream[name].prototype, `stream.${name}`, seen);
+  n += freezeMethods(load('node:net').Socket.prototype, 'net.Socket', seen);
+  if (stdout && isObject(proc.stdout)) n += freezeMethods(proc.stdout, 'process.stdout', seen);
+  load('node:module').syncBuiltinESMExports();
+  return n;
+}
+
+/** Freezes one function-valued static of a constructor. */
+function freezeStatic(ctor, name, label) {
+  const d = getOwnPropertyDescriptor(ctor, name);
+  if (!d?.configurable || typeof d.value !== 'function') return 0;
+  accessorFor(ctor, name, d, label);
+  return 1;
+}
+
 /** The reader of this realm's global-binding writes (`name@file` each), or null before hardening. */
 function bindingWrites(realm = globalThis) {
   const read = realm[BINDINGS];
@@ -296,5 +431,5 @@ function bindingWrites(realm = globalThis) {
 
 // A literal object (Node's ESM import of a CommonJS module reads its names from it), then frozen: a
 // candidate that requires this module cannot swap what the sentinels call.
-module.exports = { pristine, hardenIntrinsics, freezeExports, bindingWrites, callSites };
+module.exports = { pristine, hardenIntrinsics, freezeExports, freezeChannels, bindingWrites, callSites };
 freeze(module.exports);

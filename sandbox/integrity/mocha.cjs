@@ -7,7 +7,14 @@ const { createRequire } = require('node:module');
 const assert = require('node:assert');
 const strict = require('node:assert/strict');
 const { bindingWrites, freezeExports, hardenIntrinsics } = require('./harden.cjs');
-const { changedNames, mustFail, mustPass, mutationState, reportSentinel, snapshot } = require('./record.cjs');
+const { changedNames, mustFail, mustPass, mutationState, snapshot, takeSealer } = require('./record.cjs');
+
+// Taken when this module loads (with the first judged file, before any candidate).
+const reportSentinel =
+  takeSealer() ??
+  (() => {
+    throw new Error('vtnode: the integrity harness was loaded twice');
+  });
 
 hardenIntrinsics();
 const readGlobals = bindingWrites();
@@ -65,18 +72,21 @@ function sentinelBody(file) {
   prime(file);
   const imported = chaiChanges();
   return async () => {
-    reportSentinel({
-      v: 1,
-      runner: 'mocha',
-      canaries: await canaries(),
-      importChanges: imported,
-      runChanges: chaiChanges().filter((c) => !imported.includes(c)),
-      testers: 0,
-      testersAfter: 0,
-      violations: [],
-      globals: readGlobals?.() ?? [],
-      mutation: mutationState(),
-    });
+    reportSentinel(
+      {
+        v: 1,
+        runner: 'mocha',
+        canaries: await canaries(),
+        importChanges: imported,
+        runChanges: chaiChanges().filter((c) => !imported.includes(c)),
+        testers: 0,
+        testersAfter: 0,
+        violations: [],
+        globals: readGlobals?.() ?? [],
+        mutation: mutationState(),
+      },
+      file,
+    );
   };
 }
 

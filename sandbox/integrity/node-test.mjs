@@ -3,11 +3,21 @@
 // uses. Each test file runs in its own process, so this module's state is one file's.
 import assert from 'node:assert';
 import strict from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import process from 'node:process';
 import nodeTest from 'node:test';
-import { bindingWrites, freezeExports, hardenIntrinsics } from './harden.cjs';
-import { mustFail, mustPass, mutationState, reportSentinel } from './record.cjs';
+import { bindingWrites, freezeChannels, freezeExports, hardenIntrinsics } from './harden.cjs';
+import { mustFail, mustPass, mutationState, takeSealer } from './record.cjs';
 
+// Taken when this module loads, before any candidate: only this module's sentinel is sealed.
+const reportSentinel =
+  takeSealer() ??
+  (() => {
+    throw new Error('vtnode: the integrity harness was loaded twice');
+  });
 hardenIntrinsics();
+// The child process's results travel on its stdout: the streams and serializers are frozen.
+freezeChannels(process, createRequire(import.meta.url), { stdout: true });
 const readGlobals = bindingWrites();
 freezeExports(assert, 'node:assert');
 freezeExports(strict, 'node:assert/strict');
@@ -31,20 +41,24 @@ async function canaries() {
 }
 
 /**
- * The sentinel test's body. The judged test file registers it last (`test('vtnode:sentinel', sentinelBody)`,
- * so node:test files it under the test file): it must fail, carrying the harness state.
+ * The sentinel test's body. The judged test file registers it last (`test('vtnode:sentinel', () =>
+ * sentinelBody(file))`, so node:test files it under the test file): it must fail, carrying the harness
+ * state, sealed for `file` (the judged file's absolute path).
  */
-export async function sentinelBody() {
-  reportSentinel({
-    v: 1,
-    runner: 'node:test',
-    canaries: await canaries(),
-    importChanges: [],
-    runChanges: [],
-    testers: 0,
-    testersAfter: 0,
-    violations: [],
-    globals: readGlobals?.() ?? [],
-    mutation: mutationState(),
-  });
+export async function sentinelBody(file) {
+  reportSentinel(
+    {
+      v: 1,
+      runner: 'node:test',
+      canaries: await canaries(),
+      importChanges: [],
+      runChanges: [],
+      testers: 0,
+      testersAfter: 0,
+      violations: [],
+      globals: readGlobals?.() ?? [],
+      mutation: mutationState(),
+    },
+    String(file),
+  );
 }

@@ -1,7 +1,10 @@
 'use strict';
 // What every runner's integrity harness shares: attributing a write to the code that made it, recording
 // violations, watching properties of the runner's task objects, and the sentinel's one-line message.
+const { createHash, createHmac, createSecretKey } = require('node:crypto');
+const { accessSync, constants: fsConstants, readFileSync, realpathSync } = require('node:fs');
 const { fileURLToPath } = require('node:url');
+const { types } = require('node:util');
 const { callSites: sitesAbove, pristine } = require('./harden.cjs');
 
 /** Prefix of the sentinel's failure message; the scorer reads the JSON that follows it. */
@@ -10,6 +13,76 @@ const SENTINEL_PREFIX = 'vtnode-sentinel:';
 const SENTINEL_NAME = 'vtnode:sentinel';
 const MAX_VIOLATIONS = 20;
 const HARNESS_DIR = `${__dirname}/`;
+/** The environment variable the host passes the run's sentinel key in (hex); read once, then removed. */
+const KEY_VARIABLE = 'VTNODE_SENTINEL_KEY';
+
+// The run's key, taken out of the environment when the harness first loads in a process (before any
+// workspace module) and kept only here, as a key object whose bytes live outside the JavaScript heap.
+// The candidate, loaded later, finds it neither in process.env nor in this module's exports; what stays
+// readable is the process's initial environment in /proc (see docs/sandbox.md, "The sentinel's seal").
+const SEAL_KEY = (() => {
+  const hex = process.env[KEY_VARIABLE];
+  delete process.env[KEY_VARIABLE];
+  if (typeof hex !== 'string' || !/^[0-9a-f]{64}$/.test(hex)) return null;
+  return createSecretKey(Buffer.from(hex, 'hex'));
+})();
+// The HMAC's methods, taken before the candidate loads: a patched prototype would otherwise see (and
+// could replace) what the harness seals.
+const hmacProto = Object.getPrototypeOf(createHmac('sha256', 'probe'));
+const hmacUpdate = hmacProto.update;
+const hmacDigest = hmacProto.digest;
+const hashProto = Object.getPrototypeOf(createHash('sha256'));
+const hashUpdate = hashProto.update;
+const hashDigest = hashProto.digest;
+
+/** Hex SHA-256 of `data` through the methods captured at load. */
+function sha256(data) {
+  const h = createHash('sha256');
+  pristine.apply(hashUpdate, h, [data]);
+  return pristine.apply(hashDigest, h, ['hex']);
+}
+
+/** The seal of a sentinel report: HMAC-SHA256 of the file and the report's text under the run's key. */
+function seal(file, text) {
+  if (!SEAL_KEY) return '-';
+  const h = createHmac('sha256', SEAL_KEY);
+  pristine.apply(hmacUpdate, h, [`${file}\n${text}`]);
+  return pristine.apply(hmacDigest, h, ['hex']);
+}
+
+/** Short digest of a test's name: what the sentinel reports of each test it saw fail. */
+function nameDigest(name) {
+  return sha256(name).slice(0, 16);
+}
+
+/**
+ * The trusted folders of a runner: the real paths of its installed packages, kept only when they are
+ * read-only (a writable folder could be given a file that calls itself the runner) and outside the box.
+ * Where they are does not matter beyond that: a workspace a node fetched into a data dir under /tmp has
+ * its dependencies bound read-only at their real paths inside the box's writable /tmp, and a file the
+ * candidate writes there is in no root (nor has the runner's script hash).
+ */
+function trustedRoots(dirs, box) {
+  const boxDir = box.endsWith('/') ? box : `${box}/`;
+  const out = [];
+  for (const dir of dirs) {
+    let real;
+    try {
+      real = realpathSync(dir);
+    } catch {
+      continue;
+    }
+    if (`${real}/`.startsWith(boxDir)) continue;
+    let writable = true;
+    try {
+      accessSync(real, fsConstants.W_OK);
+    } catch {
+      writable = false;
+    }
+    if (!writable) out.push(`${real}/`);
+  }
+  return out;
+}
 
 function fileOf(site) {
   const name = site.getFileName?.() ?? null;
@@ -23,9 +96,29 @@ function fileOf(site) {
  * candidate, the tests, workspace modules) must never write the runner's task state; the runner and the
  * workspace's dependencies (outside the box, read-only) may.
  */
-function createRecorder({ box }) {
+function createRecorder({ box, roots = [] }) {
   const violations = [];
   const boxDir = box.endsWith('/') ? box : `${box}/`;
+  /** file → true when it is a module of the runner as it is on disk (real path in a root, same text). */
+  const verdicts = new Map();
+
+  function runnerModule(file, site) {
+    if (file.startsWith(boxDir) || !file.startsWith('/')) return false;
+    let real = verdicts.get(file);
+    if (real === undefined) {
+      real = null;
+      try {
+        const path = realpathSync(file);
+        if (roots.some((r) => path.startsWith(r))) real = sha256(readFileSync(path));
+      } catch {
+        real = null;
+      }
+      verdicts.set(file, real);
+    }
+    // A script compiled from other text under the runner's file name (node:vm's `filename`, a module
+    // compiled by hand) has another hash: V8's script hash is the SHA-256 of the script's source.
+    return real !== null && site.getScriptHash?.() === real;
+  }
 
   /** The first frame that is neither the harness nor native code: who is writing. */
   function writer() {
@@ -39,8 +132,7 @@ function createRecorder({ box }) {
       if (file === null) continue;
       if (file.startsWith(HARNESS_DIR)) continue;
       const line = site.getLineNumber?.() ?? 0;
-      const trusted = !file.startsWith(boxDir) && !file.startsWith('node:') && file.startsWith('/');
-      return { file: `${file}:${line}`, trusted };
+      return { file: `${file}:${line}`, trusted: runnerModule(file, site) };
     }
     return { file: '<unknown>', trusted: false };
   }
@@ -99,6 +191,80 @@ function snapshot(obj) {
   return m;
 }
 
+const ASYMMETRIC_TYPEOF = Symbol.for('jest.asymmetricMatcher');
+const isMap = types.isMap;
+const isSet = types.isSet;
+/** Most properties one received value is searched through (a bigger value is searched this far). */
+const SCAN_BUDGET = 1_000_000;
+
+function isObject(v) {
+  return (typeof v === 'object' && v !== null) || typeof v === 'function';
+}
+
+/** True when `v` answers like an asymmetric matcher to any of the runners' checks (or throws when asked). */
+function looksAsymmetric(v) {
+  try {
+    return 'asymmetricMatch' in v || v.asymmetricMatch !== undefined || v.$$typeof === ASYMMETRIC_TYPEOF;
+  } catch {
+    return true;
+  }
+}
+
+/** The values `v` holds that an equality check compares (own properties, getters read; entries). */
+function childrenOf(v, budget) {
+  const out = [];
+  const add = (x, key) => {
+    if (isObject(x)) out.push([x, key]);
+  };
+  if (isMap(v))
+    for (const [k, x] of v) {
+      add(k, '<map key>');
+      add(x, '<map value>');
+    }
+  else if (isSet(v)) for (const x of v) add(x, '<set value>');
+  // A typed array's elements are numbers: nothing to search.
+  if (types.isTypedArray(v) || types.isArrayBuffer(v)) return out;
+  let keys;
+  try {
+    keys = pristine.ownKeys(v);
+  } catch {
+    return out;
+  }
+  for (const key of keys) {
+    if (budget.left-- <= 0) break;
+    let x;
+    try {
+      x = v[key];
+    } catch {
+      continue;
+    }
+    add(x, String(key));
+  }
+  return out;
+}
+
+/**
+ * Where in a received value something answers as an asymmetric matcher (`asymmetricMatch` own,
+ * inherited, from a getter or a Proxy, or jest's `$$typeof`), as a path, or null. jest's and vitest's
+ * equality let the *received* side's matcher decide, so the candidate could return one: only the test's
+ * expected side may hold matchers. The search reads at most SCAN_BUDGET properties.
+ */
+function asymmetricIn(value) {
+  if (!isObject(value)) return null;
+  const seen = new WeakSet();
+  const stack = [[value, 'received']];
+  const budget = { left: SCAN_BUDGET };
+  while (stack.length > 0 && budget.left > 0) {
+    const [v, path] = stack.pop();
+    if (seen.has(v)) continue;
+    seen.add(v);
+    budget.left--;
+    if (looksAsymmetric(v)) return path;
+    for (const [x, key] of childrenOf(v, budget)) if (!seen.has(x)) stack.push([x, `${path}.${key}`]);
+  }
+  return null;
+}
+
 /** Runs `fn`; a canary must throw. Returns 'ok' when it did, 'passed' when it did not. */
 async function mustFail(fn) {
   try {
@@ -153,10 +319,38 @@ function mutationState() {
   return { active: m.active ?? null, hits: m.hits ?? 0, limitHit: m.limitHit === true, cov: m.cov ?? null };
 }
 
-/** Throws the sentinel's failure: one line, the prefix then the state as JSON. */
-function reportSentinel(state) {
-  const text = pristine.stringify(state);
-  throw new pristine.errorCtor(`${SENTINEL_PREFIX}${text}`);
+/**
+ * Throws the sentinel's failure: one line, the prefix, the seal (HMAC under the run's key, `-` without
+ * one), a colon, then the state as JSON. `file` is the judged file's absolute path; the host checks the
+ * seal against the file it reads the sentinel from, so a report moved, edited or made up does not pass.
+ */
+function reportSentinel(state, file) {
+  const text = pristine.stringify({ ...state, file });
+  throw new pristine.errorCtor(`${SENTINEL_PREFIX}${seal(file, text)}:${text}`);
+}
+
+let sealerTaken = false;
+
+/**
+ * A report thrower sealed by `mac(file, text)` instead of this module's key (jest keeps its key in the
+ * worker's main realm, see jest.cjs).
+ */
+function sealerWith(mac) {
+  return (state, file) => {
+    const text = pristine.stringify({ ...state, file });
+    throw new pristine.errorCtor(`${SENTINEL_PREFIX}${mac(file, text)}:${text}`);
+  };
+}
+
+/**
+ * reportSentinel, handed out once per instance of this module: the runner's harness takes it when it
+ * loads, before the candidate, so the candidate can never have a report of its own making sealed.
+ * Later calls return null.
+ */
+function takeSealer() {
+  if (sealerTaken) return null;
+  sealerTaken = true;
+  return reportSentinel;
 }
 
 module.exports = {
@@ -169,5 +363,10 @@ module.exports = {
   mustPass,
   expectCanaries,
   mutationState,
-  reportSentinel,
+  takeSealer,
+  sealerWith,
+  nameDigest,
+  trustedRoots,
+  KEY_VARIABLE,
+  asymmetricIn,
 };

@@ -10,8 +10,8 @@ export const HARNESS_DIR = dirname(fileURLToPath(import.meta.url));
 /**
  * Content digest of everything that decides what the judged run checks and how `tests` candidates are
  * judged: the harness modules, the sentinel checks, the static tamper rules, the mutation operators,
- * selection and schemata, and the strength judge (the mutant set follows from them and the workspace's
- * content). Part of the evaluation fingerprint.
+ * selection and schemata, the strength judge (the mutant set follows from them and the workspace's
+ * content), and the exported-API reading and comparison. Part of the evaluation fingerprint.
  */
 export const INTEGRITY_DIGEST = (() => {
   const h = createHash('sha256');
@@ -25,7 +25,11 @@ export const INTEGRITY_DIGEST = (() => {
     ...code(HARNESS_DIR),
     ...code(join(sandbox, 'mutation')),
     join(sandbox, 'tamper.ts'),
+    join(sandbox, 'tamper-modules.ts'),
     join(sandbox, 'strength.ts'),
+    // The exported-API comparison: what it refuses decides a reward as much as the rules above.
+    join(sandbox, 'typecheck', 'api.ts'),
+    join(sandbox, 'typecheck', 'service', 'exported-api.mjs'),
   ];
   for (const f of files) h.update(f.slice(sandbox.length)).update(readFileSync(f));
   return `sha256:${h.digest('hex')}`;
@@ -73,10 +77,10 @@ function nodeTestSetup(): HarnessSetup {
   return {
     prelude: (esm) => load(esm, spec),
     // node:test files a test where `test()` is called: the sentinel is declared in the test file itself.
-    tail: (esm) =>
+    tail: (esm, file) =>
       esm
-        ? `\n;import { test as __vtnodeTest } from 'node:test';\nimport { sentinelBody as __vtnodeSentinel } from ${spec};\n__vtnodeTest('vtnode:sentinel', __vtnodeSentinel);\n`
-        : `\n;require('node:test').test('vtnode:sentinel', require(${spec}).sentinelBody);\n`,
+        ? `\n;import { test as __vtnodeTest } from 'node:test';\nimport { sentinelBody as __vtnodeSentinel } from ${spec};\n__vtnodeTest('vtnode:sentinel', () => __vtnodeSentinel(${JSON.stringify(file)}));\n`
+        : `\n;require('node:test').test('vtnode:sentinel', () => require(${spec}).sentinelBody(${JSON.stringify(file)}));\n`,
     entry: null,
   };
 }
@@ -87,8 +91,8 @@ function jestSetup(): HarnessSetup {
     // A side-effect import: TypeScript keeps it, ts-jest and babel-jest turn it into the first require.
     prelude: (esm) => load(esm, spec),
     // Appended code must be CommonJS-safe (a file babel-jest does not transform stays CommonJS).
-    tail: () =>
-      `\n;(globalThis.test ?? require('@jest/globals').test)('vtnode:sentinel', require(${spec}).sentinelBody());\n`,
+    tail: (_esm, file) =>
+      `\n;(globalThis.test ?? require('@jest/globals').test)('vtnode:sentinel', require(${spec}).sentinelBody(${JSON.stringify(file)}));\n`,
     entry: null,
   };
 }

@@ -1,7 +1,25 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { join } from 'node:path';
 import { z } from 'zod';
 import type { TestCase, Verdict } from '../judges/verdict.ts';
 
-/** Must match sandbox/integrity/record.mjs. */
+/** The environment variable that carries the run's sentinel key into the box (record.cjs KEY_VARIABLE). */
+export const SENTINEL_KEY_VARIABLE = 'VTNODE_SENTINEL_KEY';
+
+/**
+ * What the test process saw of its file's tests (vitest, jest): the host holds the report to it, so a
+ * result rewritten between the test process and the report (the IPC path, the runner's main process)
+ * shows. `failedNames` are the first 16 hex digits of the SHA-256 of each failed test's report name.
+ */
+export const SentinelOutcomes = z.object({
+  passed: z.number().int().nonnegative(),
+  pending: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  failedNames: z.array(z.string().regex(/^[0-9a-f]{16}$/)).max(2000),
+});
+export type SentinelOutcomes = z.infer<typeof SentinelOutcomes>;
+
+/** Must match sandbox/integrity/record.cjs. */
 export const SENTINEL_NAME = 'vtnode:sentinel';
 export const SENTINEL_PREFIX = 'vtnode-sentinel:';
 
@@ -30,8 +48,30 @@ export const SentinelState = z.object({
       cov: z.unknown(),
     })
     .nullable(),
+  /** Absolute path of the judged file whose sentinel this is (part of what the seal covers). */
+  file: z.string(),
+  /** What the test process saw of the file's tests (runners whose tests run apart from the report). */
+  outcomes: SentinelOutcomes.optional(),
 });
 export type SentinelState = z.infer<typeof SentinelState>;
+
+/** How the sentinels of one run are authenticated: the run's key and the box the paths are in. */
+export interface SentinelSeal {
+  /** The run's key (32 bytes) the harness seals each report with. */
+  key: Buffer;
+  /** Absolute path of the box: a sentinel must name its own file in it. */
+  box: string;
+}
+
+/** The seal record.cjs computes: HMAC-SHA256 of `file`, a newline and the report's JSON text. */
+export function sealOf(key: Buffer, file: string, text: string): string {
+  return createHmac('sha256', key).update(`${file}\n${text}`).digest('hex');
+}
+
+/** The digest a sentinel names a test by (record.cjs nameDigest). */
+export function nameDigest(name: string): string {
+  return createHash('sha256').update(name).digest('hex').slice(0, 16);
+}
 
 /** Per judged file: the sentinel's state, or why it is unusable. */
 export type SentinelReading = { ok: true; state: SentinelState } | { ok: false; problem: string };
@@ -42,13 +82,33 @@ export interface SplitVerdict {
   sentinels: Map<string, SentinelReading>;
 }
 
-function readSentinel(c: TestCase): SentinelReading {
+/** Checks the seal of a sentinel's report (`text`) and that it names the file it was read from. */
+function sealProblem(
+  c: TestCase,
+  seal: SentinelSeal,
+  mac: string,
+  text: string,
+  file: string,
+): string | null {
+  if (file !== join(seal.box, c.file)) return 'the sentinel report names another file';
+  const want = Buffer.from(sealOf(seal.key, file, text), 'hex');
+  const got = /^[0-9a-f]{64}$/.test(mac) ? Buffer.from(mac, 'hex') : Buffer.alloc(0);
+  if (got.length !== want.length || !timingSafeEqual(got, want))
+    return "the sentinel report's seal does not verify (it was altered or forged)";
+  return null;
+}
+
+function readSentinel(c: TestCase, seal: SentinelSeal | null): SentinelReading {
   if (c.status !== 'failed') return { ok: false, problem: `the sentinel test was reported ${c.status}` };
   const at = c.message?.indexOf(SENTINEL_PREFIX) ?? -1;
   if (at < 0) return { ok: false, problem: 'the sentinel failed without its report' };
+  const body = c.message!.slice(at + SENTINEL_PREFIX.length);
+  const colon = body.indexOf(':');
+  const mac = colon < 0 ? '' : body.slice(0, colon);
+  const text = body.slice(colon + 1);
   let raw: unknown;
   try {
-    raw = JSON.parse(c.message!.slice(at + SENTINEL_PREFIX.length));
+    raw = JSON.parse(text);
   } catch {
     return { ok: false, problem: 'the sentinel report is not JSON' };
   }
@@ -58,7 +118,35 @@ function readSentinel(c: TestCase): SentinelReading {
       ok: false,
       problem: `the sentinel report is malformed (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`,
     };
-  return { ok: true, state: parsed.data };
+  const problem = seal ? sealProblem(c, seal, mac, text, parsed.data.file) : null;
+  return problem ? { ok: false, problem } : { ok: true, state: parsed.data };
+}
+
+/**
+ * How the report's cases of one file disagree with what its test process saw, or null: a test the
+ * process saw fail must not be reported otherwise, and no more tests may be reported passed than passed
+ * or were still running when the sentinel looked.
+ */
+export function outcomeProblem(seen: SentinelOutcomes, cases: readonly TestCase[]): string | null {
+  const failed = new Map<string, number>();
+  let passed = 0;
+  for (const c of cases) {
+    if (c.status === 'passed') passed++;
+    if (c.status !== 'failed') continue;
+    const d = nameDigest(c.name);
+    failed.set(d, (failed.get(d) ?? 0) + 1);
+  }
+  let unreported = 0;
+  for (const d of seen.failedNames) {
+    const n = failed.get(d) ?? 0;
+    if (n === 0) unreported++;
+    else failed.set(d, n - 1);
+  }
+  if (unreported > 0)
+    return `the report differs from the test process: ${unreported} test(s) it saw fail are not reported failed`;
+  if (passed > seen.passed + seen.pending)
+    return `the report differs from the test process: ${passed} test(s) reported passed, ${seen.passed} passed there (${seen.pending} unfinished)`;
+  return null;
 }
 
 /**
@@ -66,7 +154,11 @@ function readSentinel(c: TestCase): SentinelReading {
  * state in the message. The sentinels' failures stay counted for the exit-code agreement (the runner
  * must exit non-zero), so call this after checking it.
  */
-export function splitSentinels(verdict: Verdict, judgedFiles: readonly string[]): SplitVerdict {
+export function splitSentinels(
+  verdict: Verdict,
+  judgedFiles: readonly string[],
+  seal: SentinelSeal | null = null,
+): SplitVerdict {
   const sentinels = new Map<string, SentinelReading>();
   const cases: TestCase[] = [];
   for (const c of verdict.cases) {
@@ -77,11 +169,21 @@ export function splitSentinels(verdict: Verdict, judgedFiles: readonly string[])
     }
     sentinels.set(
       c.file,
-      sentinels.has(c.file) ? { ok: false, problem: 'the sentinel test appears twice' } : readSentinel(c),
+      sentinels.has(c.file)
+        ? { ok: false, problem: 'the sentinel test appears twice' }
+        : readSentinel(c, seal),
     );
   }
   for (const f of judgedFiles)
     if (!sentinels.has(f)) sentinels.set(f, { ok: false, problem: 'the sentinel test did not run' });
+  for (const [file, reading] of sentinels) {
+    if (!reading.ok || !reading.state.outcomes) continue;
+    const problem = outcomeProblem(
+      reading.state.outcomes,
+      cases.filter((c) => c.file === file),
+    );
+    if (problem) sentinels.set(file, { ok: false, problem });
+  }
   return { verdict: { cases, errors: verdict.errors }, sentinels };
 }
 

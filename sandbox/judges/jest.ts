@@ -54,6 +54,7 @@ export function createJestJudge(): Judge {
   return {
     runner: 'jest',
     isolation: 'registry-per-file',
+    reportPipe: true,
     async argv(ctx: JudgeContext, testFiles: string[]) {
       const jest = await findRunnerPackage(ctx.box, ctx.cwd, 'jest');
       const version = jest.json.version ?? '0.0.0';

@@ -28,6 +28,11 @@ export interface Judge {
   readonly runner: TestRunner;
   /** What the test files of one run share (see JudgeIsolation). */
   readonly isolation: JudgeIsolation;
+  /**
+   * The report is written by a main process that runs no test code (the tests run in processes it
+   * starts), so it may leave through the report pipe (RunSpec.reportPipe) out of the tests' reach.
+   */
+  readonly reportPipe: boolean;
   /** Argv that runs exactly `testFiles` (box-relative) and writes the report to `ctx.reportPath`. */
   argv(ctx: JudgeContext, testFiles: string[]): Promise<string[]>;
   /** Extra read-only paths the run needs (the reporter module, ...). */

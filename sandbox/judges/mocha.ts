@@ -76,6 +76,7 @@ export function createMochaJudge(): Judge {
   return {
     runner: 'mocha',
     isolation: 'shared',
+    reportPipe: false,
     async argv(ctx: JudgeContext, testFiles: string[]) {
       const mocha = await findRunnerPackage(ctx.box, ctx.cwd, 'mocha');
       const bin = binOf(mocha.json, 'mocha') ?? 'bin/mocha.js';

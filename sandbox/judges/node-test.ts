@@ -41,6 +41,7 @@ export function createNodeTestJudge(): Judge {
   return {
     runner: 'node:test',
     isolation: 'process-per-file',
+    reportPipe: true,
     async argv(ctx: JudgeContext, testFiles: string[]) {
       return [
         ctx.node,

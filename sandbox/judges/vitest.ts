@@ -17,6 +17,7 @@ export function createVitestJudge(): Judge {
   return {
     runner: 'vitest',
     isolation: 'registry-per-file',
+    reportPipe: true,
     async argv(ctx: JudgeContext, testFiles: string[]) {
       const vitest = await findRunnerPackage(ctx.box, ctx.cwd, 'vitest');
       // A vitest file argument is a substring filter: absolute paths select exactly these files.

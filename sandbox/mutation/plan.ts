@@ -5,18 +5,21 @@ import { sha256Hex } from '../../protocol/canonical.ts';
 import type { TestRunner } from '../../protocol/task.ts';
 import type { TestCase, Verdict } from '../judges/verdict.ts';
 import { extensionOf, isTypeScript, parseSource } from './ast.ts';
-import { enumerateMutants, type Mutant } from './mutants.ts';
 import {
-  DEFAULT_HIT_LIMIT,
-  DEFAULT_STATE_KEY,
-  HIT_LIMIT_MARKER,
-  instrument,
-  type Schemata,
-} from './schemata.ts';
+  type CopyRunner,
+  copyPath,
+  importGraph,
+  type ModuleAccess,
+  materialise,
+  rewriteTest,
+  stubSource,
+} from './copies.ts';
+import { enumerateMutants, type Mutant } from './mutants.ts';
+import { DEFAULT_HIT_LIMIT, HIT_LIMIT_MARKER, tokenFor } from './schemata.ts';
 import { selectMutants } from './select.ts';
 
 /** Runners whose test files each get a fresh module registry, which the batched run relies on. */
-export type PlanRunner = 'vitest' | 'jest' | 'node:test';
+export type PlanRunner = CopyRunner;
 
 /** The plan cannot be made for this runner or input. */
 export class MutationPlanError extends Error {
@@ -26,24 +29,23 @@ export class MutationPlanError extends Error {
   }
 }
 
-/** One instrumented source of the run. */
-export interface PlanTarget {
-  /** Workspace-relative path the schemata is written over. */
-  path: string;
-  schemata: Schemata;
-}
-
 export interface PlanOptions {
   runner: TestRunner;
-  /** The sources under test, instrumented (every mutant and decoy below must have a token in one). */
-  targets: PlanTarget[];
+  /** The sources under test (workspace-relative path and text): every mutant and decoy is in one. */
+  sources: { path: string; text: string }[];
   /** The judged test file: workspace-relative path and the text to judge (the original or a candidate). */
   testFile: { path: string; text: string };
   /** The mutants to run, one copy of the test file each. */
   mutants: Mutant[];
-  /** Decoys: switch points that change nothing; a test file that "kills" one detects the harness. */
+  /** Decoys: edits that change nothing; a test file that "kills" one tells copies apart by other means than behaviour. */
   decoys?: Mutant[];
-  /** Hit limit each copy sets (default DEFAULT_HIT_LIMIT). */
+  /** The reference copy's edit (a decoy of its own, so that every copy differs from the sources in one place). */
+  referenceEdit?: Mutant | null;
+  /** Secret of the copies' tokens and file names (a fresh random one per run in production). */
+  salt: string;
+  /** Finds and reads the workspace modules between the test file and the sources (default: relative specifiers among the given files only). */
+  access?: ModuleAccess;
+  /** Hit limit of every copy (default DEFAULT_HIT_LIMIT). */
   hitLimit?: number;
   /** Text of the test file's snapshot file (`__snapshots__/<name>.snap`), copied beside each copy. */
   snapshot?: string | null;
@@ -53,12 +55,11 @@ export interface PlanOptions {
 
 /**
  * How the copies' modules are loaded. `per-file`: each copy gets a fresh module registry (vitest's
- * default isolation, jest always, node:test's process per file), so even module-level code runs
- * under the copy's mutant. `shared` (vitest `--isolate=false`, about 6× less CPU per copy): every
- * module is loaded once per worker, by the first copy, with no mutant active: module-level mutants
- * are left out, code that runs while a module loads is never mutated, and state a module keeps
- * (caches, registries) is shared by the copies, which is why it is meant for stateless targets
- * (moduleState) only.
+ * default isolation, jest always, node:test's process per file). `shared` (vitest `--isolate=false`,
+ * about 6× less CPU per copy): every module is loaded once per worker; each copy still loads its own
+ * copies of the sources and of the modules between them and the test file, but the modules it shares
+ * with the other copies (the runner, helpers that import no source) keep their state from one copy to
+ * the next, which is why it is meant for stateless sources (moduleState) only.
  */
 export type Registry = 'per-file' | 'shared';
 
@@ -81,6 +82,8 @@ export interface MutationPlan {
   originalFile: string;
   /** Box-relative file the reference copy writes its coverage to (see MutationCoverage). */
   coverageFile: string;
+  /** Workspace files each copy has its own copy of: the sources the test file reaches and the modules on the way. */
+  copied: string[];
 }
 
 /** The coverage document the reference copy writes after its tests. */
@@ -217,22 +220,6 @@ function specifierFor(testText: string, testPath: string, activatorPath: string,
     .replace(/\.cts$/, '.cjs');
 }
 
-/** The specifiers of the modules a test file imports at run time (type-only imports left out). */
-function runtimeImports(text: string, path: string): string[] {
-  const out: string[] = [];
-  for (const st of parseSource(text, path).statements) {
-    if (ts.isImportDeclaration(st) && st.importClause?.isTypeOnly) continue;
-    if (ts.isExportDeclaration(st) && st.isTypeOnly) continue;
-    if (
-      (ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) &&
-      st.moduleSpecifier &&
-      ts.isStringLiteral(st.moduleSpecifier)
-    )
-      out.push(st.moduleSpecifier.text);
-  }
-  return [...new Set(out)];
-}
-
 /**
  * Module-level bindings and statements of a source that may hold or change state a shared registry
  * would carry from one copy to the next: `let`/`var`, `const` bound to anything but a literal, a
@@ -299,165 +286,159 @@ function withActivator(testText: string, testPath: string, specifier: string, es
 interface ActivatorSpec {
   runner: PlanRunner;
   esm: boolean;
+  /** Global the copy's state is handed over under, deleted before the copy's first test. */
   stateKey: string;
-  token: string | null;
   hitLimit: number;
-  /** File name (beside the activator) the reference copy writes its coverage to. */
-  coverageName: string | null;
-  /** Shared registry: modules imported (for their first load, with no mutant active) before the switch is set. */
-  preload?: string[];
-  /** Only create the state and switch every mutant off (the reset module of a shared registry). */
-  bare?: boolean;
+  /** File name (beside the activator) the copy writes its coverage to. */
+  coverageName: string;
 }
 
 /**
- * The module a copy imports first: it sets the active mutant and resets the counters before the
- * target loads, and registers an after-all hook that fails the file when the hit limit tripped (a
- * test may have caught the error) and, in the reference copy, writes the coverage.
+ * The module a copy imports first: it creates the copy's counters and hands them to the copy's modules
+ * through a global that it deletes before the first test runs (the modules keep them in a closure),
+ * and registers an after-all hook that writes the coverage and fails the file when the hit limit
+ * tripped (a test may have caught the error). Every copy's activator is the same text but for its
+ * names: nothing in it says whether the copy runs a mutant, a decoy or the reference.
  */
 export function activatorSource(spec: ActivatorSpec): string {
   const key = JSON.stringify(spec.stateKey);
-  const state = `const s = globalThis[${key}] ?? (globalThis[${key}] = { active: null, cov: Object.create(null), hits: 0, limit: 0, tripped: false });`;
-  if (spec.bare)
-    return [
-      '// @ts-nocheck',
-      '// vtnode mutation run: no mutant active while modules first load (generated).',
-      state,
-      's.active = null;',
-      ...(spec.esm ? ['export {};'] : []),
-      '',
-    ].join('\n');
-  const hook = spec.runner === 'vitest' ? 'afterAll' : spec.runner === 'node:test' ? 'after' : 'afterAll';
+  // node:test runs a root `before` hook while the test file's imports may still be loading: the global
+  // goes at the first test instead (every import has loaded by then).
+  const [before, after] =
+    spec.runner === 'node:test' ? ['beforeEach', 'after'] : (['beforeAll', 'afterAll'] as const);
   const imports: string[] = [];
   if (spec.runner !== 'jest')
     imports.push(
       spec.esm
-        ? `import { ${hook} } from '${spec.runner === 'vitest' ? 'vitest' : 'node:test'}';`
-        : `const { ${hook} } = require('node:test');`,
+        ? `import { ${before}, ${after} } from '${spec.runner === 'vitest' ? 'vitest' : 'node:test'}';`
+        : `const { ${before}, ${after} } = require('node:test');`,
     );
-  let write = '';
-  if (spec.coverageName !== null) {
-    const name = JSON.stringify(`./${spec.coverageName}`);
-    // jest compiles ES syntax to CommonJS: __dirname, not import.meta.
-    const esmWrite = spec.esm && spec.runner !== 'jest';
-    imports.push(
-      esmWrite
-        ? `import { writeFileSync } from 'node:fs';\nimport { join as __vtJoin, dirname as __vtDirname } from 'node:path';\nimport { fileURLToPath as __vtPath } from 'node:url';`
-        : `const { writeFileSync } = require('node:fs');`,
-    );
-    // Never the global URL: a jsdom or happy-dom test environment replaces it, and node:fs refuses theirs.
-    const target = esmWrite
-      ? `__vtJoin(__vtDirname(__vtPath(import.meta.url)), ${name})`
-      : `require('node:path').join(__dirname, ${name})`;
-    write = `  writeFileSync(${target}, JSON.stringify({ format: 'vtnode-mutation-coverage/1', hits: s.hits, tripped: s.tripped, cov: s.cov }));\n`;
-  }
-  // ES imports run before this module's body: the reset module and then the preloads load first.
-  const preload = (spec.preload ?? []).map((p) => `import ${JSON.stringify(p)};`);
+  const name = JSON.stringify(`./${spec.coverageName}`);
+  // jest compiles ES syntax to CommonJS: __dirname, not import.meta.
+  const esmWrite = spec.esm && spec.runner !== 'jest';
+  imports.push(
+    esmWrite
+      ? `import { writeFileSync } from 'node:fs';\nimport { join as __vtJoin, dirname as __vtDirname } from 'node:path';\nimport { fileURLToPath as __vtPath } from 'node:url';`
+      : `const { writeFileSync } = require('node:fs');`,
+  );
+  // Never the global URL: a jsdom or happy-dom test environment replaces it, and node:fs refuses theirs.
+  const target = esmWrite
+    ? `__vtJoin(__vtDirname(__vtPath(import.meta.url)), ${name})`
+    : `require('node:path').join(__dirname, ${name})`;
   return [
     '// @ts-nocheck',
-    '// vtnode mutation run: switches the mutant of this copy of the test file (generated).',
-    ...preload,
+    '// vtnode mutation run: the counters of this copy of the test file (generated).',
     ...imports,
-    state,
-    `s.active = ${JSON.stringify(spec.token)};`,
-    's.cov = Object.create(null);',
-    's.hits = 0;',
-    `s.limit = ${spec.hitLimit};`,
-    's.tripped = false;',
-    `${hook}(() => {`,
-    write +
-      `  if (s.tripped) throw new Error('${HIT_LIMIT_MARKER}: the hit limit of ' + s.limit + ' was reached under mutant ' + s.active);`,
+    `const s = { cov: Object.create(null), hits: 0, limit: ${spec.hitLimit}, tripped: false };`,
+    `Object.defineProperty(globalThis, ${key}, { value: s, configurable: true });`,
+    `${before}(() => {`,
+    `  delete globalThis[${key}];`,
+    '});',
+    `${after}(() => {`,
+    `  writeFileSync(${target}, JSON.stringify({ format: 'vtnode-mutation-coverage/1', hits: s.hits, tripped: s.tripped, cov: s.cov }));`,
+    `  if (s.tripped) throw new Error('${HIT_LIMIT_MARKER}: the hit limit of ' + s.limit + ' was reached');`,
     '});',
     ...(spec.esm ? ['export {};'] : []),
     '',
   ].join('\n');
 }
 
-/** One copy of the test file: the mutant (or decoy) it runs under, its token and its name tag. */
+/** One copy of the test file: the mutant (or decoy) it runs, null for the reference; its edit; its tag. */
 interface Run {
   id: string | null;
-  token: string | null;
+  edit: Mutant | null;
   tag: string;
 }
 
 /** Checks the options and returns the copies to make, in tag order (a salt-keyed, unguessable order). */
-function runsOf(
-  options: PlanOptions,
-  runner: PlanRunner,
-): { runs: Run[]; stateKey: string; registry: Registry } {
-  const tokens = new Map<string, string>();
-  for (const t of options.targets)
-    for (const [id, tok] of Object.entries(t.schemata.tokens)) tokens.set(id, tok);
-  const stateKey = options.targets[0]?.schemata.stateKey ?? DEFAULT_STATE_KEY;
-  if (options.targets.some((t) => t.schemata.stateKey !== stateKey))
-    throw new MutationPlanError('the targets were instrumented with different state keys');
+function runsOf(options: PlanOptions, runner: PlanRunner): { runs: Run[]; registry: Registry } {
+  const files = new Set(options.sources.map((s) => s.path));
   const registry = options.registry ?? 'per-file';
-  if (registry === 'shared') {
-    if (runner !== 'vitest')
-      throw new MutationPlanError(
-        `a shared module registry is a vitest mode (--isolate=false), not one of ${runner}`,
-      );
-    const top = options.mutants.find((m) => m.fn === '<module>');
-    if (top)
-      throw new MutationPlanError(
-        `mutant ${top.id} is module-level code, which a shared registry runs only once`,
-      );
-  }
+  if (registry === 'shared' && runner !== 'vitest')
+    throw new MutationPlanError(
+      `a shared module registry is a vitest mode (--isolate=false), not one of ${runner}`,
+    );
   const runs: Run[] = [];
-  for (const m of [...options.mutants, ...(options.decoys ?? [])]) {
-    const token = tokens.get(m.id);
-    if (!token) throw new MutationPlanError(`mutant ${m.id} is in no target's schemata`);
-    runs.push({ id: m.id, token, tag: `vtnode-${token}` });
+  const edits = [...options.mutants, ...(options.decoys ?? [])];
+  if (options.referenceEdit) edits.push(options.referenceEdit);
+  for (const m of edits) {
+    if (!files.has(m.file))
+      throw new MutationPlanError(`mutant ${m.id} is in no source of the run (${m.file})`);
+    const text = options.sources.find((x) => x.path === m.file)!.text;
+    if (text.slice(m.start, m.end) !== m.original)
+      throw new MutationPlanError(
+        `mutant ${m.id} does not match ${m.file} at ${m.line}:${m.column} (stale mutant)`,
+      );
   }
-  // The reference copy's tag comes from the same salt-keyed hash as the others.
-  const refTag = `vtnode-t${sha256Hex(`${[...tokens.values()].sort().join(',')}\0reference`).slice(0, 12)}`;
-  runs.push({ id: null, token: null, tag: refTag });
+  for (const m of [...options.mutants, ...(options.decoys ?? [])])
+    runs.push({ id: m.id, edit: m, tag: `vtnode-${tokenFor(m.id, options.salt)}` });
+  runs.push({
+    id: null,
+    edit: options.referenceEdit ?? null,
+    tag: `vtnode-${tokenFor('\0reference', options.salt)}`,
+  });
   runs.sort((a, b) => (a.tag < b.tag ? -1 : 1));
-  return { runs, stateKey, registry };
+  return { runs, registry };
+}
+
+/** Resolves relative specifiers among the given files only (no workspace to read). */
+function knownFiles(files: { path: string; text: string }[]): ModuleAccess {
+  const texts = new Map(files.map((f) => [f.path, f.text]));
+  const exts = ['.ts', '.tsx', '.mts', '.cts', '.js', '.mjs', '.cjs', '.jsx'];
+  return {
+    read: (p) => texts.get(p) ?? null,
+    resolve(spec, from) {
+      if (!spec.startsWith('./') && !spec.startsWith('../')) return null;
+      const base = posix.normalize(posix.join(posix.dirname(from), spec));
+      const stem = base.replace(/\.[cm]?[jt]sx?$/, '');
+      const tries = [base, ...exts.map((e) => stem + e), ...exts.map((e) => `${base}/index${e}`)];
+      return tries.find((t) => texts.has(t)) ?? null;
+    },
+  };
 }
 
 /**
- * The overlay of one batched run: the schemata over each target, and per mutant, per decoy and for
- * the reference one copy of the judged test file beside the original (so relative imports and include
- * globs still match), each importing first a tiny activator of its own. Every file a copy adds is
- * named with a token derived from the schemata salt, so names say nothing about which mutant runs.
+ * The overlay of one batched run. Per mutant, per decoy and for the reference, one copy of the judged
+ * test file beside the original (so include globs still match) that imports first a tiny activator of
+ * its own, and its own copy of each source and of each module between the test file and the sources,
+ * named `<name>.vtnode-t<12 hex>.<ext>` beside the original (so their relative imports and file reads
+ * still resolve) and with its specifiers pointing at the copy's files. Each copy's sources differ from
+ * the originals in one edit: the mutant, the decoy (a no-op edit of the same form) or the reference's
+ * own no-op edit. The sources' own paths hold a module that throws when loaded.
  */
 export function planMutationRun(options: PlanOptions): MutationPlan {
   const runner = planRunner(options.runner);
   const { testFile } = options;
-  const { runs, stateKey, registry } = runsOf(options, runner);
+  const { runs, registry } = runsOf(options, runner);
   const esm = isEsm(testFile.text, testFile.path, runner);
   const ext = activatorExt(testFile.path);
+  const graph = importGraph(testFile, options.sources, options.access ?? knownFiles(options.sources));
+  const sources = new Set(options.sources.map((s) => s.path));
   const overlay: Record<string, string> = {};
-  for (const t of options.targets) overlay[t.path] = t.schemata.text;
-  const base = { runner, esm, stateKey };
-  const preload: string[] = [];
-  if (registry === 'shared') {
-    const reset = companionPath(
-      testFile.path,
-      `vtnode-r${runs.find((r) => r.id === null)!.tag.slice(-12)}`,
-      ext,
-    );
-    overlay[reset] = activatorSource({ ...base, token: null, hitLimit: 0, coverageName: null, bare: true });
-    preload.push(
-      specifierFor(testFile.text, testFile.path, reset, runner),
-      ...runtimeImports(testFile.text, testFile.path),
-    );
-  }
+  for (const f of graph.copied) if (sources.has(f)) overlay[f] = stubSource(f);
+  const hitLimit = options.hitLimit ?? DEFAULT_HIT_LIMIT;
   const mutantOf = new Map<string, string | null>();
   let coverageFile = '';
   for (const r of runs) {
+    const stateKey = `__vtnodeS_${r.tag.slice(-12)}`;
+    for (const f of graph.copied)
+      overlay[copyPath(f, r.tag)] = materialise(f, graph, sources, r.edit, {
+        tag: r.tag,
+        stateKey,
+        hitLimit,
+        runner,
+      });
     const copy = taggedPath(testFile.path, r.tag);
     const activator = companionPath(testFile.path, r.tag, `.activate${ext}`);
-    const coverage = r.id === null ? companionPath(testFile.path, r.tag, '.coverage.json') : null;
-    const hitLimit = options.hitLimit ?? DEFAULT_HIT_LIMIT;
-    const coverageName = coverage === null ? null : posix.basename(coverage);
-    overlay[activator] = activatorSource({ ...base, token: r.token, hitLimit, coverageName, preload });
+    const coverage = companionPath(testFile.path, r.tag, '.coverage.json');
+    const coverageName = posix.basename(coverage);
+    overlay[activator] = activatorSource({ runner, esm, stateKey, hitLimit, coverageName });
+    const rewritten = rewriteTest(testFile, graph, r.tag, copy, runner);
     const specifier = specifierFor(testFile.text, testFile.path, activator, runner);
-    overlay[copy] = withActivator(testFile.text, testFile.path, specifier, esm);
+    overlay[copy] = withActivator(rewritten, testFile.path, specifier, esm);
     if (options.snapshot != null) overlay[snapshotPathOf(copy)] = options.snapshot;
     mutantOf.set(copy, r.id);
-    if (coverage !== null) coverageFile = coverage;
+    if (r.id === null) coverageFile = coverage;
   }
   return {
     runner,
@@ -469,6 +450,7 @@ export function planMutationRun(options: PlanOptions): MutationPlan {
     referenceFile: [...mutantOf].find(([, id]) => id === null)![0],
     originalFile: testFile.path,
     coverageFile,
+    copied: [...graph.copied].sort(),
   };
 }
 
@@ -541,9 +523,10 @@ export function killMatrix(plan: MutationPlan, verdict: Verdict): KillMatrix {
 }
 
 /**
- * Decoys for a run: switch points at the spans of `count` of the given expression mutants whose
- * "replacement" is the original text, chosen and named by the salt (so they cannot be told from
- * mutants by position, name or token; only by comparing the two branches of the switch).
+ * Decoys for a run: edits at the spans of `count` of the given expression mutants whose "replacement"
+ * is the original text, chosen and named by the salt. A decoy's copy differs from the source exactly
+ * as a mutant's does (the same wrapper at a mutation point), so only the behaviour of the code tells
+ * them apart, and a decoy behaves as the original.
  */
 export function makeDecoys(mutants: Mutant[], count: number, salt: string): Mutant[] {
   const hosts = mutants
@@ -561,23 +544,23 @@ export interface PrepareOptions {
   testFile: { path: string; text: string };
   /** At most this many mutants over all sources (selectMutants). */
   max?: number;
-  /** Secret of this run's tokens and decoys (a fresh random one per run in production). */
+  /** Secret of this run's tokens, names and decoys (a fresh random one per run in production). */
   salt?: string;
   /** Decoy copies (default 2). */
   decoys?: number;
   hitLimit?: number;
-  stateKey?: string;
+  /** Finds and reads the workspace modules between the test file and the sources. */
+  access?: ModuleAccess;
   snapshot?: string | null;
   /** `auto`: `shared` for vitest when no source keeps module state (moduleState), else `per-file` (default). */
   registry?: Registry | 'auto';
 }
 
-/** Everything a batched run needs, from the sources: enumerate, select, add decoys, instrument, plan. */
+/** Everything a batched run needs, from the sources: enumerate, select, add decoys, plan the copies. */
 export function prepareMutationRun(options: PrepareOptions): {
   plan: MutationPlan;
   mutants: Mutant[];
   enumerated: number;
-  schemata: Schemata[];
 } {
   const salt = options.salt ?? '';
   const registry: Registry =
@@ -587,31 +570,25 @@ export function prepareMutationRun(options: PrepareOptions): {
         : 'per-file'
       : (options.registry ?? 'per-file');
   const all = options.sources.flatMap((s) => enumerateMutants(s.text, s.path));
-  // A shared registry runs module-level code once, with no mutant active: its mutants cannot run.
+  // A shared registry leaves module-level mutants out as it always did: each copy now loads its own copy
+  // of the sources, so they could run, but the selection (and so every answer key) stays as it was.
   const runnable = registry === 'shared' ? all.filter((m) => m.fn !== '<module>') : all;
   const mutants = selectMutants(runnable, options.max !== undefined ? { max: options.max } : {});
-  const decoys = makeDecoys(mutants, options.decoys ?? 2, salt);
-  const schemata = options.sources.map((s) =>
-    instrument(
-      s.text,
-      s.path,
-      [...mutants, ...decoys].filter((m) => m.file === s.path),
-      {
-        salt,
-        ...(options.stateKey !== undefined ? { stateKey: options.stateKey } : {}),
-        ...(options.hitLimit !== undefined ? { hitLimit: options.hitLimit } : {}),
-      },
-    ),
-  );
+  // One more no-op edit than decoys: the reference copy's, so every copy differs from the sources in one place.
+  const noops = makeDecoys(mutants, (options.decoys ?? 2) + 1, salt);
+  const referenceEdit = noops.length > (options.decoys ?? 2) ? noops.pop()! : null;
   const plan = planMutationRun({
     runner: options.runner,
-    targets: schemata.map((s) => ({ path: s.file, schemata: s })),
+    sources: options.sources,
     testFile: options.testFile,
     mutants,
-    decoys,
+    decoys: noops,
+    referenceEdit,
+    salt,
+    ...(options.access ? { access: options.access } : {}),
     ...(options.hitLimit !== undefined ? { hitLimit: options.hitLimit } : {}),
     ...(options.snapshot !== undefined ? { snapshot: options.snapshot } : {}),
     registry,
   });
-  return { plan, mutants, enumerated: all.length, schemata };
+  return { plan, mutants, enumerated: all.length };
 }

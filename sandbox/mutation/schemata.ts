@@ -67,12 +67,17 @@ export function tokenFor(id: string, salt: string): string {
   return `t${sha256Hex(`${salt}\0${id}`).slice(0, 12)}`;
 }
 
-/** A text change: `before` at `start`, `after` at `end`, the text between rendered with nested edits. */
-interface Edit {
+/**
+ * A text change: `before` at `start`, `after` at `end`, the text between rendered with nested edits
+ * (or, with `replace`, that text instead of the span and everything nested in it).
+ */
+export interface Edit {
   start: number;
   end: number;
   before: string;
   after: string;
+  /** Replaces the span's text (nested edits dropped). */
+  replace?: string;
   /** Order of edits with the same span, outermost first. */
   rank: number;
   /** Starts an expression statement: needs a `;` unless its parent edit starts there too (ASI). */
@@ -111,6 +116,7 @@ export function renderEdits(text: string, edits: Edit[]): string {
     stack.push(node);
   }
   const emit = (n: EditNode): string => {
+    if (n.replace !== undefined) return n.before + n.replace + n.after;
     let out = n.before;
     let pos = n.start;
     for (const c of n.children) {
@@ -125,7 +131,7 @@ export function renderEdits(text: string, edits: Edit[]): string {
 }
 
 /** Helper names that do not clash with anything in the source. */
-function helperNames(source: string): { S: string; M: string; E: string; L: string; H: string } {
+export function helperNames(source: string): { S: string; M: string; E: string; L: string; H: string } {
   let prefix = '__vtnode';
   for (let n = 1; source.includes(prefix); n++) prefix = `__vtnode${n}_`;
   return { S: `${prefix}S`, M: `${prefix}M`, E: `${prefix}E`, L: `${prefix}L`, H: `${prefix}H` };
@@ -186,7 +192,7 @@ const LIST_PARENTS = (): Set<ts.SyntaxKind> =>
   ]));
 
 /** Entry counters, loop counters and the starts of statements that ASI could glue to the previous line. */
-function probeEdits(
+export function probeEdits(
   sf: ts.SourceFile,
   h: ReturnType<typeof helperNames>,
 ): { edits: Edit[]; asi: Set<number>; keys: string[] } {

@@ -12,7 +12,9 @@
 //   or gain of `any`);
 // - public class (and interface, enum, namespace) members: missing ones, their kind, static-ness and
 //   optionality, their type where the reference annotated it, their methods' signatures;
-// - type aliases: the definition, printed.
+// - type aliases: the definition, printed;
+// - what the candidate adds (exports, public members of the reference's exports): may be added, but must
+//   not carry `any` anywhere in its type (TypeScript: inferred types too; JavaScript: what it annotates).
 // JavaScript targets (language 'js'): types are inferred, and an unannotated parameter is `any` on both
 // sides, so only what the reference declares is compared: exports and kinds, arity, and the types its
 // JSDoc annotates. The any-checks of inferred types apply to TypeScript targets only.
@@ -226,6 +228,55 @@ function signatureListDifferences(
   );
 }
 
+/** `any` in a type the rules hold (every type of a TypeScript target; a JavaScript one's annotations). */
+function carriesAny(t: TypeInfoT, annotated: boolean, rules: Rules): boolean {
+  return (annotated || rules.inferred) && (t.anyKind === 'any' || t.containsAny);
+}
+
+/** Where `any` sits in signatures the reference has no counterpart of. */
+function anyInSignatures(where: string, sigs: ApiSignatureInfo[], rules: Rules): string[] {
+  return sigs.flatMap((sig, i) => {
+    const at = sigs.length > 1 ? `${where} (overload ${i + 1})` : where;
+    const params = sig.params
+      .filter((p) => carriesAny(p, p.annotated, rules))
+      .map((p) => `${at} parameter ${p.name}: ${p.type}`);
+    return carriesAny(sig.returns, sig.returnAnnotated, rules)
+      ? [...params, `${at} return: ${sig.returns.type}`]
+      : params;
+  });
+}
+
+/** Where `any` sits in a member the reference does not have. */
+function anyInMember(where: string, m: ApiMemberInfo, rules: Rules): string[] {
+  if (m.kind === 'method') return anyInSignatures(where, m.signatures, rules);
+  return carriesAny(m, m.annotated, rules) ? [`${where}: ${m.type}`] : [];
+}
+
+/**
+ * An export (or a public member) the reference does not have may be added, as a helper or a type a
+ * rewrite names, but it is API all the same: it must not carry `any` (however spelt), where the
+ * reference's exports may not gain it either. `unknown` is allowed: it is checked at every use.
+ */
+function addedExportDifferences(cand: ApiExportInfo, rules: Rules): string[] {
+  const at = `added export ${cand.name}`;
+  const declared = cand.declaredType !== null || cand.annotated;
+  const found = [
+    ...(carriesAny(typeOf(cand), declared, rules) &&
+    cand.signatures.length + cand.constructSignatures.length + cand.members.length === 0
+      ? [`${at}: ${cand.type ?? cand.declaredType}`]
+      : []),
+    ...anyInSignatures(at, cand.signatures, rules),
+    ...anyInSignatures(`${at} constructor`, cand.constructSignatures, rules),
+    ...cand.members.flatMap((m) =>
+      anyInMember(`${at} member ${m.static ? 'static ' : ''}${m.name}`, m, rules),
+    ),
+  ];
+  // An inferred `any` the parts above do not show (a TypeScript target): name the export itself.
+  if (found.length === 0 && rules.inferred && (cand.containsAny || cand.anyKind === 'any'))
+    found.push(`${at}: ${cand.type ?? cand.declaredType}`);
+  return found.map((f) => `${f} carries any`);
+}
+
 function memberDifferences(
   where: string,
   ref: ApiMemberInfo[],
@@ -234,19 +285,26 @@ function memberDifferences(
 ): string[] {
   const key = (m: ApiMemberInfo) => `${m.static ? 'static ' : ''}${m.name}`;
   const byKey = new Map(cand.map((m) => [key(m), m]));
-  return ref.flatMap((r) => {
-    const at = `${where} member ${key(r)}`;
-    const c = byKey.get(key(r));
-    if (!c) return [`${at}: missing`];
-    const out: string[] = [];
-    // A getter-only accessor and a readonly property read alike; a method is called, a property not.
-    if ((r.kind === 'method') !== (c.kind === 'method')) out.push(`${at}: ${r.kind} became ${c.kind}`);
-    if (r.optional !== c.optional) out.push(`${at}: ${r.optional ? 'no longer' : 'became'} optional`);
-    if (r.kind === 'method' && c.kind === 'method')
-      out.push(...signatureListDifferences(at, r.signatures, c.signatures, rules));
-    else out.push(...typeChange(at, r, c, r.annotated, rules));
-    return out;
-  });
+  const known = new Set(ref.map(key));
+  const added = cand
+    .filter((c) => !known.has(key(c)))
+    .flatMap((c) => anyInMember(`${where} added member ${key(c)}`, c, rules).map((f) => `${f} carries any`));
+  return [
+    ...added,
+    ...ref.flatMap((r) => {
+      const at = `${where} member ${key(r)}`;
+      const c = byKey.get(key(r));
+      if (!c) return [`${at}: missing`];
+      const out: string[] = [];
+      // A getter-only accessor and a readonly property read alike; a method is called, a property not.
+      if ((r.kind === 'method') !== (c.kind === 'method')) out.push(`${at}: ${r.kind} became ${c.kind}`);
+      if (r.optional !== c.optional) out.push(`${at}: ${r.optional ? 'no longer' : 'became'} optional`);
+      if (r.kind === 'method' && c.kind === 'method')
+        out.push(...signatureListDifferences(at, r.signatures, c.signatures, rules));
+      else out.push(...typeChange(at, r, c, r.annotated, rules));
+      return out;
+    }),
+  ];
 }
 
 /** Kinds equal up to the interchangeable pairs (function ↔ callable variable, type ↔ interface). */
@@ -299,13 +357,18 @@ function typeOf(e: ApiExportInfo): TypeInfoT {
 
 /**
  * Why the candidate's exported API is not the reference's: one named reason per difference, empty when
- * it keeps every export with its kind, arity and types (extra exports are allowed).
+ * it keeps every export with its kind, arity and types, and what it adds (exports, public members of
+ * the reference's exports) carries no `any`.
  */
 export function apiDifferences(reference: ExportedApi, candidate: ExportedApi): string[] {
   const rules: Rules = { inferred: reference.language === 'ts' };
   const byName = new Map(candidate.exports.map((e) => [e.name, e]));
-  return reference.exports.flatMap((r) => {
-    const c = byName.get(r.name);
-    return c ? exportDifferences(r, c, rules) : [`export ${r.name}: missing`];
-  });
+  const known = new Set(reference.exports.map((e) => e.name));
+  return [
+    ...reference.exports.flatMap((r) => {
+      const c = byName.get(r.name);
+      return c ? exportDifferences(r, c, rules) : [`export ${r.name}: missing`];
+    }),
+    ...candidate.exports.filter((c) => !known.has(c.name)).flatMap((c) => addedExportDifferences(c, rules)),
+  ];
 }

@@ -39,7 +39,12 @@ describe('collectors through a campaign (separate processes)', () => {
         timeScale: 0.01,
         concurrency: 4,
         cachePrompts: 4,
-        script: 'mixed',
+        // The liar (node 2) writes only mutants: its inflating scorer can lie only about candidates the
+        // sandbox scores below 1 (truncated answers and answers without exactly one code block score 0
+        // before any sandbox run; references pass). With the mixed script, a liar given one job (the
+        // placement's choice, which changes with the machine's load) can write four samples with no lie
+        // to tell (a two-lane `npm test` failed so: no audit failure).
+        script: i === 2 ? 'mutants' : 'mixed',
       });
       servers.push(s);
       closers.push(() => s.close());
@@ -172,8 +177,8 @@ describe('collectors through a campaign (separate processes)', () => {
     const liar = peers[2]!;
     const trust = (await collectorStatus(c1Dir))!.trust;
     const liarTrust = trust.find((t) => t.origin === liar);
-    // The mixed script writes failing candidates; the liar reported them as 1 and the audit said otherwise.
-    expect(liarTrust?.auditFailures ?? 0).toBeGreaterThan(0);
+    // The liar's mutants fail tests; it reported them as 1 and the audit said otherwise.
+    expect(liarTrust?.auditFailures ?? 0, JSON.stringify({ liar, trust })).toBeGreaterThan(0);
     expect(liarTrust!.trust).toBeLessThan(1);
     for (const t of trust.filter((x) => x.origin !== liar)) expect(t.auditFailures).toBe(0);
     // `vtnode status` of the collector shows trust per origin, and the fleet sees its collector role.

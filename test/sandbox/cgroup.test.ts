@@ -52,6 +52,8 @@ describe('layout detection', () => {
       memory: '/sys/fs/cgroup/memory/process_api/abc',
       pids: '/sys/fs/cgroup/pids',
       cpu: '/sys/fs/cgroup/cpuacct',
+      // The cgroup2 hierarchy without controllers still gives each run its CPU pressure.
+      pressure: '/sys/fs/cgroup/unified',
     });
     expect(l.v2?.memory).toBe('/sys/fs/cgroup/unified');
   });
@@ -63,6 +65,7 @@ describe('layout detection', () => {
       memory: '/sys/fs/cgroup/system.slice/vtnode.service',
       pids: '/sys/fs/cgroup/system.slice/vtnode.service',
       cpu: '/sys/fs/cgroup/system.slice/vtnode.service',
+      pressure: '/sys/fs/cgroup/system.slice/vtnode.service',
     });
     expect(l.v1).toBeNull();
     // A hierarchy mounted from a subtree we are not in (another cgroup namespace) shows nothing of ours.
@@ -141,6 +144,38 @@ describe.runIf(usable)('a run in a cgroup of its own (v1 on this VM; v2 where de
     expect(pids.limitExceeded).toBe('processes');
     expect(pids.survivors).toBe(0);
   });
+
+  it.runIf(layouts.v2 !== null && existsSync(join(layouts.v2?.memory ?? '/', 'cpu.pressure')))(
+    "reads the run's own CPU wait from its cgroup2 cpu.pressure: contention counts, sleep does not",
+    async () => {
+      const waitOf = async (script: string) => {
+        const cg = await (await probeCgroups()).create(roomy);
+        try {
+          const r = await runGroup({
+            argv: ['/bin/sh', '-c', script],
+            env: { PATH: '/usr/bin:/bin' },
+            cwd: '/',
+            wallMs: 20_000,
+            cpuMs: 60_000,
+            outputBytes: MiB,
+            monitors: [cg!],
+          });
+          expect(r.exitCode).toBe(0);
+          return await cg!.cpuWait();
+        } finally {
+          await cg?.destroy();
+        }
+      };
+      // Two busy loops on one CPU: one always waits for the other (and both are dead when it is read).
+      const contended = await waitOf(
+        'taskset -c 0 sh -c \'timeout 1.5 sh -c "while :; do :; done" & timeout 1.5 sh -c "while :; do :; done"; wait\'',
+      );
+      expect(contended?.source).toBe('cgroup-psi');
+      expect(contended!.ms).toBeGreaterThan(500);
+      const sleeping = await waitOf('sleep 1.5');
+      expect(sleeping!.ms).toBeLessThan(300);
+    },
+  );
 
   it('a cgroup left by a dead scorer is emptied and removed by the next probe', async () => {
     const probe = await (await probeCgroups()).create({ memoryBytes: 512 * MiB, processes: 64 });

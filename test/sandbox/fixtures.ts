@@ -9,6 +9,8 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'sandbox');
 export const NODE_WS = join(FIXTURES, 'node-basic');
 export const VITEST_WS = join(FIXTURES, 'vitest-ts');
+/** A vitest workspace whose setup file sets globals, with a tsconfig alias (the replay's node mode). */
+export const VITEST_SETUP_WS = join(FIXTURES, 'vitest-setup');
 /** One small workspace per judge (test/fixtures/judges/<name>), with the compliance scenarios. */
 export const JUDGE_FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'judges');
 
@@ -18,7 +20,7 @@ export const JUDGE_FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'judges');
  * (`npm ci` in each, see .ci/run).
  */
 export async function prepareFixtures(): Promise<void> {
-  for (const ws of [VITEST_WS, join(JUDGE_FIXTURES, 'vitest')])
+  for (const ws of [VITEST_WS, VITEST_SETUP_WS, join(JUDGE_FIXTURES, 'vitest')])
     await symlink(join(REPO_ROOT, 'node_modules'), join(ws, 'node_modules')).catch(
       (err: NodeJS.ErrnoException) => {
         if (err.code !== 'EEXIST') throw err;
@@ -111,3 +113,20 @@ export async function fixtureTasks(): Promise<Record<string, Task>> {
     }),
   };
 }
+
+/** Wrong on every counted case of the vitest fixture's test/strings.test.ts: scores 0 honestly. */
+export const WRONG_STRINGS = `
+export function slugify(text: string): string {
+  return text.toLowerCase();
+}
+export function capitalize(text: string): string {
+  return \`\${text}!\`;
+}
+export function wordCounts(_text: string): Map<string, number> {
+  return new Map();
+}
+`;
+
+/** Code the static rules cannot read: built from strings at run time, awaited when the module loads. */
+export const runtime = (code: string) =>
+  `const __f = Object.getPrototypeOf(async () => {}).constructor;\nawait __f(${JSON.stringify(code)})();\n`;

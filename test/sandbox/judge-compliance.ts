@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type MineResult, mine } from '../../node/tasks/mine.ts';
 import type { Task, TestRunner } from '../../protocol/task.ts';
+import { judgeFor } from '../../sandbox/judges/index.ts';
 import type { CaseStatus, TestCase } from '../../sandbox/judges/verdict.ts';
 import type { ScoreResult, Scorer } from '../../sandbox/scorer.ts';
 import { makeTask } from './fixtures.ts';
@@ -105,7 +106,7 @@ export function fakeReport(runner: TestRunner, names: string[]): string {
 const FS = `const __p = globalThis.process;
 const __fs = typeof __p.getBuiltinModule === 'function' ? __p.getBuiltinModule('node:fs') : require('node:fs');`;
 
-/** The case a forging tail appends, naming how many report paths it found (proof that it forged). */
+/** The case a forging tail appends, naming how many report paths it wrote (proof that it forged). */
 export const FORGED = 'forged the report at';
 
 /**
@@ -125,20 +126,33 @@ for (const pid of __fs.readdirSync('/proc')) {
   let argv = [];
   try { argv = __fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8').split('\\0'); } catch {}
   for (const a of argv) { const m = /(\\/[^\\s=,]*\\/\\.vtnode\\/report-[0-9a-f]+\\.json)/.exec(a); if (m) __found.add(m[1]); }
+  // A report pipe: the main's end, through its /proc entry (the main is non-dumpable: refused).
+  for (const a of argv) { const m = /\\/proc\\/self\\/fd\\/([0-9]+)/.exec(a); if (m) __found.add('/proc/' + pid + '/fd/' + m[1]); }
 }
-const __write = () => { for (const f of __found) { try { __fs.writeFileSync(f, __fake); } catch {} } };
-__write();
+const __write = () => { let n = 0; for (const f of __found) { try { __fs.writeFileSync(f, __fake); n++; } catch {} } return n; };
+const __wrote = __write();
 setTimeout(__write, 1);
 __p.on('exit', __write);
 // A handle left open: the run must still end (it is not a reason to wait for the wall limit).
 setInterval(() => {}, 60000);
-it(${JSON.stringify(FORGED)} + ' ' + __found.size + ' path(s)', () => {});
+it(${JSON.stringify(FORGED)} + ' ' + __wrote + ' path(s)', () => {});
 })();
 `;
 }
 
-/** A hostile tail that closes the report folder (removes what is there, no write access): no runner can write its report. */
-export function removeReportDirTail(): string {
+/**
+ * A hostile tail that leaves no report: it closes the report folder (removes what is there, no write
+ * access), or, for a judge whose report leaves through the report pipe, kills the runner's main process
+ * (the parent of the test process) before it writes one.
+ */
+export function removeReportDirTail(pipe: boolean): string {
+  if (pipe)
+    return `
+;(() => {
+${FS}
+__p.kill(__p.ppid, 'SIGKILL');
+})();
+`;
   return `
 ;(() => {
 ${FS}
@@ -195,25 +209,31 @@ export function judgeCompliance(name: string, common: TestSetup<JudgeFixture>): 
       const before = await first;
       const names = expectedScenarioCases(fx).map((l) => l.split(' :: ')[0]!);
       const tail = forgeReportTail(fakeReport(fx.runner, names), fx.files.scenarios);
+      // A report file is written (and read back by nobody); the report pipe is out of the test's reach.
+      const wrote = judgeFor(fx.runner).reportPipe ? 0 : 1;
       const r = await score(scenarios, `${scenariosText}${tail}`);
       expect(r.run?.timedOut).toBe(false);
       const forged = r.tests.filter((c) => c.name.startsWith(FORGED));
-      expect(forged.map((c) => `${c.name} :: ${c.status}`)).toEqual([`${FORGED} 1 path(s) :: passed`]);
+      expect(forged.map((c) => `${c.name} :: ${c.status}`)).toEqual([`${FORGED} ${wrote} path(s) :: passed`]);
       expect(lines(r.tests.filter((c) => !forged.includes(c)))).toEqual(lines(before.tests));
       expect(r.failed).toBe(before.failed);
       const reasons = r.reasons.join('; ');
       expect(reasons).not.toMatch(/missing|ran in the reference|exited|malformed/);
       expect(reasons).toContain(
-        `1 test(s) not in the reference: ${fx.files.scenarios} :: ${FORGED} 1 path(s)`,
+        `1 test(s) not in the reference: ${fx.files.scenarios} :: ${FORGED} ${wrote} path(s)`,
       );
       expect(r.reward).toBe(0);
     }, 240_000);
 
     it('refuses a run that leaves no report (VerdictError), never a reward', async () => {
-      const r = await score(scenarios, `${scenariosText}${removeReportDirTail()}`);
+      const r = await score(
+        scenarios,
+        `${scenariosText}${removeReportDirTail(judgeFor(fx.runner).reportPipe)}`,
+      );
       expect(r.reward).toBe(0);
       expect(r.tests).toEqual([]);
       expect(r.reasons.join('; ')).toMatch(/wrote no report|cannot open the report|not a regular file/);
+      expect(r.status).toBe('scored');
     }, 240_000);
 
     it('reports a test file that fails to load as an error outside any case', async () => {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, createScorer, type ScoreResult, type Scorer } from '../../sandbox/scorer.ts';
+import { RULES } from '../../sandbox/tamper.ts';
 import { createUnconfined } from '../../sandbox/unconfined.ts';
 import { makeTask, NODE_WS } from './fixtures.ts';
 
@@ -53,6 +54,17 @@ function contained(r: ScoreResult): void {
   expect(r.passed, `${r.reasons.join('; ')}\n${r.diagnostics}`).toBe(6);
 }
 
+/**
+ * A probe that loads what the original does not (fs, net, dgram, dns) is refused by the static module
+ * allow-list before confinement is asked anything: that is its only zeroing reason (the run still
+ * happens, so `contained` and the side effects test confinement on their own).
+ */
+function onlyModulesRefused(r: ScoreResult): void {
+  expect(r.tamper.map((t) => t.name)).toEqual([RULES.modules]);
+  expect(r.reasons.filter((x) => !x.startsWith('tamper pattern added: module outside'))).toEqual([]);
+  expect(r.reward).toBe(0);
+}
+
 function hostPidsWith(marker: string): number[] {
   const pids: number[] = [];
   for (const name of readdirSync('/proc')) {
@@ -80,7 +92,8 @@ beforeAll(async () => {
   scorer = await createCheckedScorer({ workspaceId, boxesDir, limits });
   unconfined = createScorer({ confinement: createUnconfined(), workspaceId, boxesDir, limits });
   const honest = await score(probe(''));
-  expect(honest.reward).toBe(1);
+  contained(honest);
+  onlyModulesRefused(honest);
 }, 60_000);
 
 afterAll(async () => {
@@ -102,7 +115,7 @@ describe('hostile probes (bwrap)', () => {
     );
     const r = await score(candidate);
     contained(r);
-    expect(r.reward).toBe(1);
+    onlyModulesRefused(r);
     expect(JSON.stringify(r)).not.toContain(`s3cret-${nonce}`);
     // The probe is sensitive: without the sandbox it reads the secret.
     expect((await score(candidate, unconfined)).failed).toBe(1);
@@ -121,7 +134,8 @@ describe('hostile probes (bwrap)', () => {
       `for (const f of ${JSON.stringify(targets)}) if (!(attempt(() => fs.writeFileSync(f, 'x')) instanceof Error)) leaked = leaked || !f.includes('/tmp/');`,
     );
     const r = await score(candidate);
-    expect(r.reward).toBe(1);
+    contained(r);
+    onlyModulesRefused(r);
     for (const t of targets) expect(existsSync(t), t).toBe(false);
     await score(candidate, unconfined);
     expect(targets.filter((t) => existsSync(t)).length).toBe(targets.length);
@@ -163,7 +177,7 @@ leaked = await new Promise((resolve) => {
       const port = (tcp.address() as { port: number }).port;
       const r = await score(connect(`${port}, '127.0.0.1'`));
       contained(r);
-      expect(r.reward).toBe(1);
+      onlyModulesRefused(r);
       expect(connections).toBe(0);
       await score(connect(`${port}, '127.0.0.1'`), unconfined);
       expect(connections).toBe(1);
@@ -173,7 +187,7 @@ leaked = await new Promise((resolve) => {
     it('cannot reach a unix socket on the host', async () => {
       const r = await score(connect(JSON.stringify(sock)));
       contained(r);
-      expect(r.reward).toBe(1);
+      onlyModulesRefused(r);
       expect(connections).toBe(0);
       await score(connect(JSON.stringify(sock)), unconfined);
       expect(connections).toBe(1);
@@ -199,7 +213,7 @@ const viaSystem = await dns.promises.lookup('example.com').then(() => true, () =
 leaked = viaHost || viaSystem;`);
         const r = await score(candidate);
         contained(r);
-        expect(r.reward).toBe(1);
+        onlyModulesRefused(r);
         await new Promise((r) => setTimeout(r, 200));
         expect(datagrams).toBe(0);
       } finally {
@@ -220,7 +234,7 @@ for (const pid of fs.readdirSync('/pr' + 'oc').filter((n) => /^\\d+$/.test(n)))
   leaked = leaked || String(attempt(() => fs.readFileSync('/pr' + 'oc/' + pid + '/environ', 'utf8'))).includes(want);`);
       const r = await score(candidate);
       contained(r);
-      expect(r.reward).toBe(1);
+      onlyModulesRefused(r);
       expect((await score(candidate, unconfined)).failed).toBe(1);
     } finally {
       holder.kill('SIGKILL');
@@ -331,7 +345,8 @@ for (let i = 0; i < 20000; i++) fs.writeSync(2, chunk);`),
         `const F = Object.getPrototypeOf(async () => {}).constructor;\nawait F(${JSON.stringify(code)})();`,
       ),
     );
-    expect(r.tamper).toEqual([]); // the obfuscation gets past the static rules...
+    // The obfuscation gets past the static rules (their one hit is the probe's own `import fs`)...
+    expect(r.tamper.map((t) => t.examples)).toEqual([["import fs from 'node:fs';"]]);
     expect(r.reward).toBe(0); // ...but not past the sentinel and the inventory check
     expect(r.reasons.join(' ')).toMatch(/sentinel test did not run|missing/);
   });
@@ -343,7 +358,8 @@ const argv = fs.readFileSync('/pr' + 'oc/' + p['pp' + 'id'] + '/cmdline', 'utf8'
 const dest = argv.find((a) => a.startsWith('--test-rep' + 'orter-destination='))?.split('=')[1];
 const file = ${JSON.stringify(join(NODE_WS, 'test/math.test.js'))};
 const names = ['add sums', 'of coprimes is 1', 'of multiples is the smaller', 'is half-open', 'is empty when from >= to', 'range'];
-if (dest) fs.writeFileSync(dest, JSON.stringify({ format: 'vtnode-node-test/1', cases: names.map((name) => ({ file, name, status: 'passed' })), errors: [] }));
+// The destination may be the report pipe (/proc/self/fd/4), which this process does not hold: refused.
+if (dest) attempt(() => fs.writeFileSync(dest, JSON.stringify({ format: 'vtnode-node-test/1', cases: names.map((name) => ({ file, name, status: 'passed' })), errors: [] })));
 leaked = true;`;
     const r = await score(probe(forge));
     expect(r.reward).toBe(0);
@@ -366,7 +382,7 @@ leaked = true;`;
 fs.symlinkSync(${JSON.stringify(outside)}, 'escape');
 const argv = fs.readFileSync('/pr' + 'oc/' + p['pp' + 'id'] + '/cmdline', 'utf8').split('\\0');
 const dest = argv.find((a) => a.startsWith('--test-rep' + 'orter-destination='))?.split('=')[1];
-if (dest) { attempt(() => fs.unlinkSync(dest)); fs.symlinkSync(${JSON.stringify(secret)}, dest); }
+if (dest) { attempt(() => fs.unlinkSync(dest)); attempt(() => fs.symlinkSync(${JSON.stringify(secret)}, dest)); }
 p['ki' + 'll'](p['pp' + 'id'], 'SIGKILL');`),
     );
     expect(r.reward).toBe(0);

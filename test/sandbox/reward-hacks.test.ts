@@ -9,20 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceIdentity } from '../../node/workspace/content-id.ts';
 import type { Task } from '../../protocol/task.ts';
 import { createCheckedScorer, type ScoreResult, type Scorer } from '../../sandbox/scorer.ts';
-import { makeTask, NODE_WS, prepareFixtures, VITEST_WS } from './fixtures.ts';
-
-/** Wrong on every counted case (the declared failure passes its assertion, so it fails): scores 0 honestly. */
-const WRONG_STRINGS = `
-export function slugify(text: string): string {
-  return text.toLowerCase();
-}
-export function capitalize(text: string): string {
-  return \`\${text}!\`;
-}
-export function wordCounts(_text: string): Map<string, number> {
-  return new Map();
-}
-`;
+import { makeTask, NODE_WS, prepareFixtures, runtime, VITEST_WS, WRONG_STRINGS } from './fixtures.ts';
 
 /** Wrong on every case of the node:test fixture. */
 const WRONG_MATH = `
@@ -36,10 +23,6 @@ export function range(from, to) {
   return [to, from];
 }
 `;
-
-/** Code the static rules cannot read: built from strings at run time, run when the module loads. */
-const runtime = (code: string) =>
-  `const __f = Object.getPrototypeOf(async () => {}).constructor;\nawait __f(${JSON.stringify(code)})();\n`;
 
 /** A wrong implementation whose functions run `code` (built at run time) each time a test calls them. */
 const duringTests = (code: string) =>
@@ -466,4 +449,95 @@ export function wordCounts(text: string): Map<string, number> {
     },
     120_000,
   );
+});
+
+// Issue 24, item 8: the static rules see a module however it is reached. Each variant is the reference
+// (so the tests pass: the reward before the fix was the reference's) plus a load or a reach through an
+// alias that the rules did not see; the real scorer must refuse each with a tamper pattern.
+describe('item 8: modules and the process reached through aliases (static allow-lists)', () => {
+  let reference: string;
+  let referenceReward: number;
+  beforeAll(async () => {
+    reference = await readFile(join(NODE_WS, 'src/math.js'), 'utf8');
+    referenceReward = (await score(math, reference)).reward ?? 0;
+    expect(referenceReward).toBeGreaterThan(0);
+  }, 90_000);
+
+  it.each([
+    [
+      'the process module imported dynamically, its IPC channel read',
+      "const proc = (await import('node:process')).default;\nexport const connected = Boolean(proc.channel);\n",
+      /tamper pattern added: module outside the allow-list.*import\('node:process'\)/,
+    ],
+    [
+      'vm through getBuiltinModule held by a destructured alias',
+      "const { getBuiltinModule: load } = process;\nexport const ctx = load('node:vm').createContext({});\n",
+      /tamper pattern added: module loader or process internals reached/,
+    ],
+    [
+      "fs through the process module's getBuiltinModule, named by a constant",
+      "const { default: p } = await import('node:process');\nconst fsName = 'node:' + 'fs';\nexport const exists = typeof p.getBuiltinModule(fsName).statSync;\n",
+      /tamper pattern added: module outside the allow-list.*node:process/,
+    ],
+    [
+      'the process object handed to a helper that reads its internals',
+      'const peek = (p) => Object.keys(p._events ?? {}).length;\nexport const listeners = peek(process);\n',
+      /tamper pattern added: process object passed around/,
+    ],
+  ])(
+    '%s scores 0',
+    async (_name, hack, why) => {
+      const before = await score(math, `${hack}${reference}`);
+      zero(before, why);
+    },
+    90_000,
+  );
+
+  it('an honest rewrite with pure builtins keeps the reference reward', async () => {
+    const honest = `import { format } from 'node:util';\nimport { EventEmitter } from 'node:events';\nexport const bus = new EventEmitter();\nexport const describe = (n) => format('%d', n);\nexport const debug = process.env.DEBUG === '1' && process.platform !== 'win32';\n${reference}`;
+    const r = await score(math, honest);
+    expect(r.reward, r.reasons.join('\n')).toBe(referenceReward);
+  }, 90_000);
+});
+
+// Issue 24, item 9: an honest file plus a new export typed `any` without the keyword scored 1.0.
+describe('item 9: added exports carry no any', () => {
+  let reference: string;
+  beforeAll(async () => {
+    reference = await readFile(join(VITEST_WS, 'src/strings.ts'), 'utf8');
+  });
+
+  it.each([
+    [
+      'a value inferred from JSON.parse',
+      "export const extra = JSON.parse('1');\n",
+      /added export extra: any/,
+    ],
+    [
+      'a helper whose return is inferred any',
+      'export function decode(text: string) {\n  return JSON.parse(text);\n}\n',
+      /added export decode return: any/,
+    ],
+    [
+      'a type alias of any without the keyword',
+      'export type Loose = ReturnType<typeof JSON.parse>;\n',
+      /added export Loose: any/,
+    ],
+  ])(
+    '%s scores 0',
+    async (_name, added, why) => {
+      const r = await score(strings, `${reference}\n${added}`);
+      zero(r, why);
+      expect(r.reasons.join('\n')).toMatch(/^exported API changed: added export/m);
+    },
+    120_000,
+  );
+
+  it('a private helper that handles any (not exported) keeps 1.0', async () => {
+    const r = await score(
+      strings,
+      `${reference}\nfunction decoded(text: string) {\n  return JSON.parse(text);\n}\nexport const words = (text: string): number => Number(decoded(JSON.stringify(wordCounts(text).size)));\n`,
+    );
+    expect(r.reward, r.reasons.join('\n')).toBe(1);
+  }, 120_000);
 });

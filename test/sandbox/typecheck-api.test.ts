@@ -402,9 +402,134 @@ describe('apiDifferences on JavaScript variants', () => {
   });
 });
 
+// What a candidate adds is API too (issue 24, item 9): an honest file plus a new export (or a new public
+// member of a class the reference exports) typed `any` without writing the keyword used to score 1.0.
+// Each variant passes the strict type-check; each must be refused, naming the added export.
+const ADDED_ANY: [string, string, RegExp][] = [
+  [
+    'a value inferred from JSON.parse',
+    "export const extra = JSON.parse('1');",
+    /^added export extra: any carries any$/,
+  ],
+  [
+    'a parameter inferred from its default',
+    "export function extra(x = JSON.parse('1')): number { return Number(x); }",
+    /^added export extra parameter x: any carries any$/,
+  ],
+  [
+    "an inferred return (any through a lib type's parameters)",
+    'export function extra(text: string) { return JSON.parse(text); }',
+    /^added export extra return: any carries any$/,
+  ],
+  [
+    'a rest parameter of Parameters<typeof JSON.parse> (a reviver typed any)',
+    'export const extra = (...args: Parameters<typeof JSON.parse>): number => args.length;',
+    /^added export extra parameter args: .* carries any$/,
+  ],
+  [
+    'a type alias of any without the keyword',
+    'export type Extra = ReturnType<typeof JSON.parse>;',
+    /^added export Extra: any carries any$/,
+  ],
+  [
+    'a class with a public property inferred any',
+    "export class Extra { value = JSON.parse('1'); }",
+    /^added export Extra member value: any carries any$/,
+  ],
+  [
+    'a value typed through a private interface with an any member',
+    'interface Row { v: ReturnType<typeof JSON.parse> }\nexport const extra: Row = { v: 1 };',
+    /^added export extra: Row carries any$/,
+  ],
+  [
+    'an export renamed from a private any',
+    "const raw = JSON.parse('{}');\nexport { raw as extra };",
+    /^added export extra: any carries any$/,
+  ],
+  [
+    'a record of any values through a generic lib type',
+    'export const extra: Record<string, ReturnType<typeof JSON.parse>> = {};',
+    /^added export extra: Record<string, any> carries any$/,
+  ],
+];
+
+describe('added exports are compared too', () => {
+  async function check(text: string): Promise<string[]> {
+    const r = await service.check({ [TS_TARGET]: text }, { target: TS_TARGET });
+    expect(r.status, JSON.stringify(r.diagnostics)).toBe('passed');
+    return apiDifferences(reference[TS_TARGET]!, r.api!);
+  }
+
+  it.each(ADDED_ANY)('%s is refused', async (_name, added, expected) => {
+    expectReasons(await check(`${texts[TS_TARGET]!}\n${added}\n`), [expected]);
+  });
+
+  it.each([
+    [
+      'a public member added to an exported class',
+      (o: string) => edit(o, '  count = 0;', "  count = 0;\n  extra = JSON.parse('1');"),
+      /^export Counter added member extra: any carries any$/,
+    ],
+    [
+      'a method added to an exported class, returning any',
+      (o: string) =>
+        edit(o, '  count = 0;', '  count = 0;\n  load(text: string) { return JSON.parse(text); }'),
+      /^export Counter added member load return: any carries any$/,
+    ],
+    [
+      "an existing export's inferred return typed through a private interface with an any member",
+      (o: string) =>
+        `interface Doubled { v: ReturnType<typeof JSON.parse> }\n${edit(o, 'export function double(x: number) {\n  return x * 2;', 'export function double(x: number) {\n  const d: Doubled = { v: x * 2 };\n  return d;')}`,
+      /^export double return: type Doubled now contains any$/,
+    ],
+  ])('%s is refused', async (_name, change, expected) => {
+    expectReasons(await check(change(texts[TS_TARGET]!)), [expected]);
+  });
+
+  it.each([
+    ['an exported constant', 'export const EXTRA = 1;'],
+    [
+      'a type guard over unknown',
+      'export function isRecord(x: unknown): x is Record<string, unknown> {\n  return typeof x === "object" && x !== null;\n}',
+    ],
+    ['a generic helper', 'export function first<T>(xs: readonly T[]): T | undefined {\n  return xs[0];\n}'],
+    [
+      'a private helper that handles any (not exported)',
+      "function parsed(text: string) {\n  return JSON.parse(text);\n}\nexport const n: number = Number(parsed('1'));",
+    ],
+    [
+      'an exported class whose private and #private members hold any',
+      "export class Cache {\n  private raw = JSON.parse('{}');\n  #more = JSON.parse('[]');\n  get size(): number {\n    return Object.keys(this.raw).length + this.#more.length;\n  }\n}",
+    ],
+    [
+      'an exported interface and an Error subclass',
+      'export interface Options { retries: number }\nexport class ParseError extends Error {\n  constructor(readonly line: number) {\n    super("line " + String(line));\n  }\n}',
+    ],
+    [
+      'a Map cache and Intl',
+      'const cache = new Map<string, string>();\nexport const money = (n: number): string => cache.get(String(n)) ?? new Intl.NumberFormat("en-US").format(n);',
+    ],
+  ])('%s keeps the API', async (_name, added) => {
+    expect(await check(`${texts[TS_TARGET]!}\n${added}\n`)).toEqual([]);
+  });
+
+  it('JavaScript: an added export may be unannotated (any on both sides), not annotated any', async () => {
+    const js = async (text: string) => {
+      const r = await service.check({ [JS_TARGET]: text }, { target: JS_TARGET });
+      expect(r.status, JSON.stringify(r.diagnostics)).toBe('passed');
+      return apiDifferences(reference[JS_TARGET]!, r.api!);
+    };
+    const o = texts[JS_TARGET]!;
+    expect(await js(`${o}\nexport function helper(a, b) {\n  return a + b;\n}\n`)).toEqual([]);
+    expectReasons(await js(`${o}\n/** @returns {*} */\nexport function extra() {\n  return 1;\n}\n`), [
+      /^added export extra return: any carries any$/,
+    ]);
+  });
+});
+
 describe('apiDifferences, pure', () => {
   const empty: ExportedApi = { language: 'ts', exports: [] };
-  it('finds nothing between empty APIs and allows extra exports', () => {
+  it('finds nothing between empty APIs and allows extra exports free of any', () => {
     expect(apiDifferences(empty, empty)).toEqual([]);
     expect(apiDifferences(empty, reference[TS_TARGET]!)).toEqual([]);
   });

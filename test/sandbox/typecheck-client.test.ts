@@ -107,18 +107,22 @@ describe('the type-check service client', () => {
   }, 180_000);
 
   it('answers timeout at the wall-clock backstop', async () => {
-    // Backstop = budget × 0.0001 + 300 ms: 100 s for the start, 400 ms for a check (whose CPU budget,
-    // 1000 s, is never reached).
+    // Backstop = budget × 0.0001 + 2 s: 100 s for the start, 2.1 s for a check (whose CPU budget,
+    // 1000 s, is never reached). The first, ordinary check takes far less, also on a loaded machine (a
+    // backstop of 0.4 s was once reached by it, beside another test lane); the second costs the checker
+    // about 5 s of CPU here (five times as many declarations as `heavy`, within the
+    // service's 8 MiB request).
     const { svc } = service({
       startCpuMs: 1e9,
       checkCpuMs: 1e6,
       wallFactor: 0.0001,
-      wallFloorMs: 300,
+      wallFloorMs: 2_000,
       pollMs: 20,
     });
     expect((await svc.check({})).status).toBe('passed');
-    const r = await svc.check({ [TARGET]: heavy });
-    expect(r.status).toBe('timeout');
+    const heavier = Array.from({ length: 250_000 }, (_, i) => `export const w${i}=${i};`).join('\n');
+    const r = await svc.check({ [TARGET]: heavier });
+    expect(r.status, r.error ?? '').toBe('timeout');
     expect(r.error).toMatch(/wall-clock/);
     expect(r.limit).toBe('wall');
     await svc.close();

@@ -95,10 +95,41 @@ function anyKind(ts, type) {
 }
 
 /**
+ * Is this named interface or class declared in the file itself? Its members are then this file's API
+ * (an export typed through a private `interface Row { v: ReturnType<typeof JSON.parse> }`).
+ * @param {Ctx} ctx
+ * @param {Type} type
+ */
+function declaredHere(ctx, type) {
+  const ref = /** @type {import('typescript').TypeReference} */ (type);
+  const sym = (ref.target ?? type).symbol;
+  return sym?.declarations?.some((d) => d.getSourceFile() === ctx.sf) ?? false;
+}
+
+/**
+ * A property outside a type's public surface: private, protected, #private, or a class's `prototype`
+ * (a generic class's `prototype` is typed `C<any>` by the language, not by the source).
+ * @param {Ctx} ctx
+ * @param {Type} type
+ * @param {Sym} p
+ */
+function hiddenMember(ctx, type, p) {
+  const { ts } = ctx;
+  if (p.name === 'prototype' && type.symbol && type.symbol.flags & ts.SymbolFlags.Class) return true;
+  if (p.name.startsWith('#') || String(p.escapedName).startsWith('__#')) return true;
+  const d = p.valueDeclaration ?? p.declarations?.[0];
+  const M = ts.ModifierFlags;
+  return (
+    d !== undefined && (ts.getCombinedModifierFlags(/** @type {any} */ (d)) & (M.Private | M.Protected)) !== 0
+  );
+}
+
+/**
  * Whether `any` occurs in a type: the type itself, union/intersection members, type and alias
- * arguments (`Record<string, any>`, `any[]`, `Promise<any>`), and the structure of anonymous object
- * and function types. Named interfaces and classes are not entered (their own members are not this
- * export's: lib types such as Promise have `any` inside).
+ * arguments (`Record<string, any>`, `any[]`, `Promise<any>`), the structure of anonymous object and
+ * function types, and the public members of interfaces and classes declared in the file itself. Other
+ * named interfaces and classes are not entered (their own members are not this export's: lib types
+ * such as Promise have `any` inside).
  * @param {Ctx} ctx
  * @param {Type} type
  * @param {Set<Type>} [seen]
@@ -115,9 +146,15 @@ function containsAny(ctx, type, seen = new Set(), depth = 0) {
   if (type.isUnionOrIntersection()) return type.types.some(inner);
   if (!(type.flags & ts.TypeFlags.Object)) return false;
   const objectFlags = /** @type {import('typescript').ObjectType} */ (type).objectFlags;
-  if (objectFlags & ts.ObjectFlags.Reference)
-    return checker.getTypeArguments(/** @type {import('typescript').TypeReference} */ (type)).some(inner);
-  if (!(objectFlags & (ts.ObjectFlags.Anonymous | ts.ObjectFlags.Mapped))) return false;
+  if (
+    objectFlags & ts.ObjectFlags.Reference &&
+    checker.getTypeArguments(/** @type {import('typescript').TypeReference} */ (type)).some(inner)
+  )
+    return true;
+  const local =
+    objectFlags & (ts.ObjectFlags.Class | ts.ObjectFlags.Interface | ts.ObjectFlags.Reference) &&
+    declaredHere(ctx, type);
+  if (!local && !(objectFlags & (ts.ObjectFlags.Anonymous | ts.ObjectFlags.Mapped))) return false;
   const signatures = [
     ...checker.getSignaturesOfType(type, ts.SignatureKind.Call),
     ...checker.getSignaturesOfType(type, ts.SignatureKind.Construct),
@@ -128,14 +165,7 @@ function containsAny(ctx, type, seen = new Set(), depth = 0) {
         inner(checker.getReturnTypeOfSignature(s)) || s.parameters.some((p) => inner(typeOfSymbol(ctx, p))),
     ) ||
     checker.getIndexInfosOfType(type).some((i) => inner(i.type)) ||
-    checker
-      .getPropertiesOfType(type)
-      // A generic class's `prototype` is typed `C<any>` by the language, not by the source.
-      .some(
-        (p) =>
-          !(p.name === 'prototype' && type.symbol && type.symbol.flags & ts.SymbolFlags.Class) &&
-          inner(typeOfSymbol(ctx, p)),
-      )
+    checker.getPropertiesOfType(type).some((p) => !hiddenMember(ctx, type, p) && inner(typeOfSymbol(ctx, p)))
   );
 }
 

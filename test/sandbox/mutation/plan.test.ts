@@ -49,12 +49,14 @@ describe('names', () => {
 });
 
 describe('planMutationRun', () => {
-  it('writes the schemata over the target and one copy plus activator per mutant, decoy and the reference', () => {
-    const { plan, mutants, schemata } = prepare();
+  it('gives every copy (mutant, decoy, reference) its own source copy and activator; the source itself throws', () => {
+    const { plan, mutants } = prepare();
     expect(mutants.length).toBeGreaterThan(5);
     expect(plan.testFiles).toHaveLength(mutants.length + 2 + 1); // + 2 decoys + the reference
-    expect(plan.overlay['src/f.ts']).toBe(schemata[0]!.text);
-    expect(Object.keys(plan.overlay)).toHaveLength(1 + 2 * plan.testFiles.length);
+    expect(plan.copied).toEqual(['src/f.ts']);
+    expect(plan.overlay['src/f.ts']).toMatch(/^\/\/ @ts-nocheck\nthrow new Error\(/);
+    // Per copy: the test file, its activator, its copy of the source.
+    expect(Object.keys(plan.overlay)).toHaveLength(1 + 3 * plan.testFiles.length);
     const ids = [...plan.mutantOf.values()];
     expect(ids.filter((id) => id === null)).toHaveLength(1);
     expect(new Set(ids.filter((id) => id !== null && !plan.decoys.has(id)))).toEqual(
@@ -69,23 +71,49 @@ describe('planMutationRun', () => {
     expect(plan.coverageFile).toBe(plan.referenceFile.replace('.test.ts', '.coverage.json'));
   });
 
-  it('each copy imports its own activator first (after leading comments), which sets its token', () => {
-    const { plan, schemata } = prepare();
-    const tokens = schemata[0]!.tokens;
-    for (const [copy, id] of plan.mutantOf) {
+  it("each copy's source differs from the original in one edit of the same form, mutant, decoy or reference", () => {
+    const { plan, mutants } = prepare();
+    const tagOf = (copy: string) => /\.(vtnode-t[0-9a-f]{12})\./.exec(copy)![1]!;
+    const texts = [...plan.mutantOf].map(([copy, id]) => {
+      const tag = tagOf(copy);
+      // The copy's own names masked: what is left is what tells copies apart.
+      const text = plan.overlay[`src/f.${tag}.ts`]!.replaceAll(tag.slice(-12), 'TAG');
+      return { id, text };
+    });
+    // No switch, no token, no global holding a choice: the copies differ only in their edit.
+    for (const { text } of texts) {
+      expect(text).not.toMatch(/active|__vtnode_mutation|t[0-9a-f]{12}/);
+      expect((text.match(/ as never\)/g) ?? []).length).toBeLessThanOrEqual(1);
+    }
+    const decoyTexts = texts.filter((t) => t.id === null || plan.decoys.has(t.id));
+    expect(decoyTexts).toHaveLength(3);
+    for (const d of decoyTexts) expect(d.text.match(/ as never\)/g)).toHaveLength(1);
+    // A mutant's copy holds its replacement where the decoys hold the original text.
+    const m = mutants.find((x) => x.kind === 'expression')!;
+    const mine = texts.find((t) => t.id === m.id)!.text;
+    expect(mine).toContain(`((${m.replacement}) as never)`);
+  });
+
+  it('each copy imports its own activator first (after leading comments), and its own copy of the source', () => {
+    const { plan } = prepare();
+    for (const [copy] of plan.mutantOf) {
       const text = plan.overlay[copy]!;
       const activator = copy.replace('.test.ts', '.activate.ts');
+      const tag = /\.(vtnode-t[0-9a-f]{12})\./.exec(copy)![1]!;
       const lines = text.split('\n');
       expect(lines[0]).toBe('// leading comment stays first');
       expect(lines[1]).toBe(`import "./${activator.split('/').pop()}";`);
-      expect(lines.slice(2).join('\n')).toBe(TEST.split('\n').slice(1).join('\n'));
+      expect(lines.slice(2).join('\n')).toBe(
+        TEST.split('\n').slice(1).join('\n').replace("'./f.ts'", `"./f.${tag}.ts"`),
+      );
       const act = plan.overlay[activator]!;
-      expect(act).toContain(`s.active = ${JSON.stringify(id === null ? null : tokens[id])};`);
-      expect(act).toContain("import { afterAll } from 'vitest';");
-      expect(act.includes('writeFileSync')).toBe(id === null); // only the reference writes coverage
+      expect(act).not.toMatch(/active|t[0-9a-f]{12}"/);
+      expect(act).toContain("import { beforeAll, afterAll } from 'vitest';");
+      // Every copy writes its coverage, so writing one says nothing either.
+      expect(act).toContain('writeFileSync');
       // The coverage path never goes through the global URL (jsdom replaces it; node:fs refuses theirs).
       expect(act).not.toContain('new URL(');
-      if (id === null) expect(act).toContain('__vtPath(import.meta.url)');
+      expect(act).toContain('__vtPath(import.meta.url)');
     }
   });
 
@@ -117,7 +145,7 @@ describe('planMutationRun', () => {
       `require("./${copy.split('/').pop()!.replace('.test.js', '.activate.js')}");`,
     ]);
     const act = plan.overlay[copy.replace('.test.js', '.activate.js')]!;
-    expect(act).toContain("const { after } = require('node:test');");
+    expect(act).toContain("const { beforeEach, after } = require('node:test');");
     expect(act).not.toMatch(/^(import|export) /m);
   });
 
@@ -126,30 +154,27 @@ describe('planMutationRun', () => {
     for (const f of plan.testFiles) expect(plan.overlay[snapshotPathOf(f)]).toBe('exports[`f 1`] = `2`;\n');
   });
 
-  it('refuses mocha, mutants missing from the schemata and targets with different state keys', () => {
+  it('refuses mocha and mutants of no given source or of another text', () => {
     expect(() => prepare({ runner: 'mocha' })).toThrow(MutationPlanError);
     expect(() => prepare({ runner: 'mocha' })).toThrow(/one module registry/);
-    const { mutants, schemata } = prepare();
-    const other = prepare({ sources: [{ path: 'src/g.ts', text: SOURCE }], stateKey: 'other' });
+    const { mutants } = prepare();
+    const other = prepare({ sources: [{ path: 'src/g.ts', text: SOURCE }] });
+    const base = {
+      runner: 'vitest' as const,
+      sources: [{ path: 'src/f.ts', text: SOURCE }],
+      testFile: { path: 'src/f.test.ts', text: TEST },
+      salt: 's',
+    };
+    expect(() => planMutationRun({ ...base, mutants: [...mutants, ...other.mutants] })).toThrow(
+      /is in no source of the run/,
+    );
     expect(() =>
       planMutationRun({
-        runner: 'vitest',
-        targets: [{ path: 'src/f.ts', schemata: schemata[0]! }],
-        testFile: { path: 'src/f.test.ts', text: TEST },
-        mutants: [...mutants, ...other.mutants],
-      }),
-    ).toThrow(/is in no target's schemata/);
-    expect(() =>
-      planMutationRun({
-        runner: 'vitest',
-        targets: [
-          { path: 'src/f.ts', schemata: schemata[0]! },
-          { path: 'src/g.ts', schemata: other.schemata[0]! },
-        ],
-        testFile: { path: 'src/f.test.ts', text: TEST },
+        ...base,
+        sources: [{ path: 'src/f.ts', text: `${SOURCE}// x\n`.replace('a < b', 'b > a') }],
         mutants,
       }),
-    ).toThrow(/different state keys/);
+    ).toThrow(/stale mutant/);
   });
 
   it('is deterministic for a salt; another salt renames every file and token', () => {
@@ -167,44 +192,13 @@ describe('shared module registry (vitest --isolate=false)', () => {
   const STATEFUL =
     'let calls = 0;\nexport function f(a, b) {\n  calls++;\n  return a < b ? a + 1 : b - 1;\n}\n';
 
-  it('each activator first imports a reset module, then what the test file imports, then sets its token', () => {
-    const { plan } = prepare({ registry: 'shared' });
-    expect(plan.registry).toBe('shared');
-    const resets = Object.keys(plan.overlay).filter((f) => /\.vtnode-r[0-9a-f]{12}\.ts$/.test(f));
-    expect(resets).toHaveLength(1);
-    expect(plan.overlay[resets[0]!]).toContain('s.active = null;');
-    expect(plan.overlay[resets[0]!]).not.toContain('afterAll');
-    for (const copy of plan.testFiles) {
-      const lines = plan.overlay[copy.replace('.test.ts', '.activate.ts')]!.split('\n');
-      const imports = lines.filter((l) => l.startsWith('import '));
-      expect(imports.slice(0, 4)).toEqual([
-        `import "./${resets[0]!.split('/').pop()}";`,
-        'import "vitest";',
-        'import "./f.ts";',
-        "import { afterAll } from 'vitest';",
-      ]);
-      expect(lines.findIndex((l) => l.startsWith('s.active = '))).toBeGreaterThan(
-        lines.indexOf('import "./f.ts";'),
-      );
-    }
-  });
-
-  it('leaves module-level mutants out, and is refused for them and for other runners', () => {
+  it('leaves module-level mutants out (the selection of the schemata era) and is a vitest mode only', () => {
     const withTop = 'export const LIMIT = 2 + 3;\nexport function f(a) {\n  return a * LIMIT;\n}\n';
     const shared = prepare({ registry: 'shared', sources: [{ path: 'src/f.ts', text: withTop }] });
     const perFile = prepare({ sources: [{ path: 'src/f.ts', text: withTop }] });
+    expect(shared.plan.registry).toBe('shared');
     expect(perFile.mutants.some((m) => m.fn === '<module>')).toBe(true);
     expect(shared.mutants.some((m) => m.fn === '<module>')).toBe(false);
-    expect(shared.mutants.length).toBeGreaterThan(0);
-    expect(() =>
-      planMutationRun({
-        runner: 'vitest',
-        registry: 'shared',
-        targets: [{ path: 'src/f.ts', schemata: perFile.schemata[0]! }],
-        testFile: { path: 'src/f.test.ts', text: TEST },
-        mutants: perFile.mutants,
-      }),
-    ).toThrow(/module-level code/);
     expect(() => prepare({ registry: 'shared', runner: 'jest' })).toThrow(/vitest mode/);
   });
 
@@ -259,17 +253,17 @@ describe('decoys', () => {
 });
 
 describe('activatorSource', () => {
-  it('creates the state when absent, resets the counters and fails the file when the limit tripped', () => {
+  it('hands its counters over through a global it deletes before the tests, and fails the file when the limit tripped', () => {
     const src = activatorSource({
       runner: 'jest',
       esm: false,
       stateKey: 'K',
-      token: 't1',
       hitLimit: 9,
       coverageName: 'c.json',
     });
-    expect(src).toContain('globalThis["K"] ?? (globalThis["K"] = {');
-    expect(src).toContain('s.limit = 9;');
+    expect(src).toContain('const s = { cov: Object.create(null), hits: 0, limit: 9, tripped: false };');
+    expect(src).toContain('Object.defineProperty(globalThis, "K", { value: s, configurable: true });');
+    expect(src).toMatch(/beforeAll\(\(\) => \{\n {2}delete globalThis\["K"\];/);
     expect(src).toContain('afterAll(() => {');
     expect(src).toContain(`throw new Error('${HIT_LIMIT_MARKER}`);
     // jest compiles to CommonJS: no import.meta, the file is written next to the activator.
