@@ -1,9 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Test folders whose files start fleets of real vtnode processes talking libp2p (daemons, workers,
- * collectors, netns hosts): the `mesh` lane. Every other file is in the `box` lane (sandboxed test runs,
- * mining, pure parts, one-process CLIs and the web view).
+ * Test folders of the `mesh` lane: the fleet drills (daemons, workers, collectors, netns hosts talking
+ * libp2p). Every other file is in the `box` lane: sandboxed test runs, mining, pure parts, the CLI and
+ * the web view (whose few tests that start a small fleet balance the lanes' lengths).
  */
 const MESH = [
   'adversary',
@@ -31,7 +31,7 @@ const lane = {
 };
 
 // `npm test` runs the two lanes side by side, one vitest process each (package.json): a fleet drill,
-// mostly waiting on timers and other processes, beside a sandboxed run, mostly CPU, never two fleets
+// mostly waiting on timers and other processes, beside a sandboxed run, mostly CPU, never two drills
 // at once. vitest's own pool cannot keep that pairing (a group of projects shares one worker count), so
 // the lanes are two processes. `npx vitest run FILE` runs one file in whichever lane holds it.
 export default defineConfig({
