@@ -2,8 +2,9 @@ import { type ChildProcess, execFile } from 'node:child_process';
 import { lstat, mkdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { chownTree } from './box.ts';
 import { watchBoxStorage } from './box-storage.ts';
-import { type CgroupOptions, type Cgroups, probeCgroups } from './cgroup.ts';
+import { type CgroupOptions, type Cgroups, probeCgroups, type RunCgroup } from './cgroup.ts';
 import {
   BackendUnavailableError,
   type Confinement,
@@ -18,7 +19,14 @@ import { hostCpuWait } from './cpu-wait.ts';
 import { hangRule, type RunMonitor, runGroup, sampledLimits } from './group-run.ts';
 import { asRunLimits, type Limits, type ProcessLimits, rlimitCpuSeconds } from './limits.ts';
 import { logger } from './log.ts';
-import { listProcesses, type ProcInfo, pidNamespace, processesInNamespace, processTree } from './procfs.ts';
+import {
+  listProcesses,
+  type ProcInfo,
+  pidNamespace,
+  processesInNamespace,
+  processTree,
+  readProc,
+} from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
 import { spawnGroup } from './spawn-group.ts';
 import { createUidPool, type UidPool } from './uid-pool.ts';
@@ -261,7 +269,7 @@ async function monitorsFor(
   spec: RunSpec,
   cgroups: Cgroups,
   cpuWait: (() => RunMonitor) | undefined,
-): Promise<{ monitors: RunMonitor[]; done(): Promise<void> }> {
+): Promise<{ monitors: RunMonitor[]; cgroup: RunCgroup | null; done(): Promise<void> }> {
   const storage = await watchBoxStorage(spec.box, spec.limits);
   const cg = await cgroups.create(spec.limits);
   // The CPU wait is read from the first monitor that can tell: the run's cgroup, else the host.
@@ -273,6 +281,7 @@ async function monitorsFor(
       cg ?? sampledLimits(spec.limits),
       ...(spec.reference ? [hostCpuWait()] : []),
     ],
+    cgroup: cg,
     done: async () => await cg?.destroy(),
   };
 }
@@ -323,7 +332,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
       try {
         const scratch = await scratchFolders(spec.box);
         // The box belongs to the run's own uid; nothing else on the host is writable by it.
-        if (uid !== undefined) await execFileAsync('chown', ['-R', '-P', `${uid}:${uid}`, spec.box]);
+        if (uid !== undefined) await chownTree(spec.box, uid);
         const argv = bwrapArgv({
           bwrap,
           prlimit,
@@ -339,9 +348,9 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
           scratch,
           argv: spec.argv,
         });
-        const tracked = namespaceMembers(uid);
         log(`run ${argv.join(' ')}`);
         const watch = await monitorsFor(spec, cgroups, options.cpuWait);
+        const tracked = watch.cgroup ? cgroupMembers(watch.cgroup) : namespaceMembers(uid);
         try {
           return await runGroup({
             argv,
@@ -373,16 +382,34 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
   return confinement;
 }
 
+/** What runGroup needs to know a run's processes (RunGroupOptions' onInfo and members). */
+interface Members {
+  onInfo: (fd: number, text: string) => void;
+  members: (child: ChildProcess) => Promise<ProcInfo[] | null>;
+}
+
 /**
- * The processes of one bwrap run or service: those in its pid namespace (known once bwrap reports its
- * child on the info fd), plus bwrap itself. As root the run's uid narrows the scan first; a process of
+ * The processes of a run with a cgroup of its own: those in it. The gate attached bwrap before it ran
+ * anything, so every process of the run is there, and none can leave (the hierarchy is not the run's to
+ * write). One file read per sample, where a scan reads two files of every process on the host.
+ */
+function cgroupMembers(cg: RunCgroup): Members {
+  return {
+    onInfo: () => {},
+    async members() {
+      const infos = await Promise.all((await cg.procs()).map(readProc));
+      return infos.filter((p): p is ProcInfo => p !== null);
+    },
+  };
+}
+
+/**
+ * The processes of a bwrap service, or of a run without a cgroup: those in its pid namespace (known
+ * once bwrap reports its child on the info fd), plus bwrap itself; found by scanning every process. As root the run's uid narrows the scan first; a process of
  * that uid outside the namespace is not this run's (a stale foreign user of the uid), so it is never
  * counted or killed.
  */
-function namespaceMembers(uid: number | undefined): {
-  onInfo: (fd: number, text: string) => void;
-  members: (child: ChildProcess) => Promise<ProcInfo[] | null>;
-} {
+function namespaceMembers(uid: number | undefined): Members {
   let childPid: number | null = null;
   let namespace: string | null = null;
   return {

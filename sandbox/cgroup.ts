@@ -29,6 +29,11 @@ export interface RunCgroup {
   readonly dirs: string[];
   /** Moves a process (the run's leader, held at its gate before it runs anything) into the cgroup. */
   attach(pid: number): Promise<void>;
+  /**
+   * The processes in the cgroup now (every descendant of an attached process: none can leave it without
+   * write access to the hierarchy). Read from one file, so cheap enough to poll.
+   */
+  procs(): Promise<number[]>;
   /** CPU time of every process that ever ran in the cgroup, dead ones included, milliseconds. */
   cpuMs(): Promise<number>;
   /** `memory` after an OOM kill in the cgroup, `processes` after a fork refused by its pids limit. */
@@ -255,6 +260,11 @@ function runCgroup(layout: CgroupLayout, name: string): RunCgroup & { init(l: Cg
     },
     async attach(pid) {
       for (const dir of dirs) await writeFile(join(dir, 'cgroup.procs'), String(pid));
+    },
+    async procs() {
+      // Unlike procsIn (cleanup), a read that fails throws: the caller must not take it for "none left".
+      const text = await readFile(join(dirOf('pids'), 'cgroup.procs'), 'utf8');
+      return text.split('\n').filter(Boolean).map(Number);
     },
     async cpuMs() {
       const { role, file, key, perMs } = flavor.cpu;

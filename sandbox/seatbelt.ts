@@ -3,6 +3,7 @@ import { access } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { chownTree } from './box.ts';
 import { watchBoxStorage } from './box-storage.ts';
 import {
   BackendUnavailableError,
@@ -214,7 +215,7 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
     async run(spec: RunSpec): Promise<RunResult> {
       const uid = await pool?.acquire();
       try {
-        if (uid !== undefined) await execFileAsync('/usr/sbin/chown', ['-R', `${uid}:${uid}`, spec.box]);
+        if (uid !== undefined) await chownTree(spec.box, uid);
         // No cgroups on macOS: the box is walked, memory and processes are sampled (with a dedicated uid).
         const monitors: RunMonitor[] = [await watchBoxStorage(spec.box, spec.limits)];
         if (uid !== undefined) monitors.push(sampledLimits(spec.limits));

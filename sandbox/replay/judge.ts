@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { stripTypeScriptTypes } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -118,6 +119,11 @@ export const ReplayKey = z.object({
   mode: ReplayMode.default('vitest'),
   /** The workspace's tsconfig `paths` (the node mode follows them). */
   aliases: z.array(z.object({ pattern: z.string(), to: z.array(z.string()) })).default([]),
+  /**
+   * The box files the node mode's self-replays loaded as TypeScript: the host strips their types for each
+   * candidate's run (runtime/node-hooks.mjs), which then never starts the stripper itself.
+   */
+  strip: z.array(z.string()).default([]),
   /** Whether candidates are replayed (at least one call reproduces itself). */
   replayable: z.boolean(),
   /** Why the task is not replayable, or null. */
@@ -162,6 +168,7 @@ const notReplayable = (why: string, recorded = 0): ReplayKey => ({
   digest: REPLAY_DIGEST,
   mode: 'vitest',
   aliases: [],
+  strip: [],
   replayable: false,
   why,
   recorded,
@@ -200,21 +207,78 @@ const nodeArgs = (box: string) => [
   join(box, RUNTIME_DIR, 'node-main.mjs'),
 ];
 
+/** Types stripped on the host, by the sha256 of the TypeScript text; null where stripping throws. */
+const hostStripped = new Map<string, string | null>();
+const HOST_STRIPPED_MAX = 4096;
+
+/** A workspace file's text, or null (absent, unreadable, or a path out of the workspace). */
+async function workspaceText(workspaceDir: string, rel: string): Promise<string | null> {
+  try {
+    return await readFile(insideBox(workspaceDir, rel), 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The node mode's pre-stripped sources (sha256 of the TypeScript text → JavaScript) of the box files
+ * `paths`, read from the run's overlay or the workspace; never a test file (a replay box holds none). A
+ * file the host cannot strip is left to the box, which fails on it the same way.
+ */
+async function prestripped(
+  task: Task,
+  workspaceDir: string,
+  overlay: Record<string, string>,
+  paths: string[],
+): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const rel of paths) {
+    if (isTestPath(rel) || task.judge.testFiles.includes(rel)) continue;
+    const text = overlay[rel] ?? (await workspaceText(workspaceDir, rel));
+    if (text === null) continue;
+    const hash = sha256Hex(text);
+    let js = hostStripped.get(hash);
+    if (js === undefined) {
+      try {
+        js = stripTypeScriptTypes(text, { mode: 'transform' });
+      } catch {
+        js = null;
+      }
+      if (hostStripped.size >= HOST_STRIPPED_MAX) hostStripped.clear();
+      hostStripped.set(hash, js);
+    }
+    if (js !== null) out[hash] = js;
+  }
+  return out;
+}
+
 /** A replay run's box files and command, per mode (the scripts and the candidate are common). */
 function modeRun(
   mode: ReplayMode,
   target: string,
   used: { file: string; n: number }[],
   aliases: PathAliases,
+  stripped: Record<string, string>,
 ): { overlay: Record<string, string>; testFiles?: string[]; nodeArgs?: (box: string) => string[] } {
   if (mode === 'vitest')
     return {
       overlay: Object.fromEntries(used.map((f) => [f.file, replayFile(f.file, target, f.n)])),
       testFiles: used.map((f) => f.file),
     };
-  const plan = { aliases, files: used.map((f) => ({ n: f.n, target, imports: importsPath(target) })) };
-  return { overlay: { [`${RUNTIME_DIR}/node-plan.json`]: JSON.stringify(plan) }, nodeArgs };
+  const files = used.map((f) => ({ n: f.n, target, imports: importsPath(target) }));
+  return {
+    overlay: { [`${RUNTIME_DIR}/node-plan.json`]: JSON.stringify({ aliases, files, stripped }) },
+    nodeArgs,
+  };
 }
+
+/** What a replay run gave back: each call's output per `file\0i`, and the TypeScript files it loaded. */
+interface ReplayRunOutput {
+  calls: Map<string, ReplayedCall>;
+  /** Box files the node mode loaded as TypeScript (empty under vitest). */
+  loaded: string[];
+}
+const LOADED = `${RUNTIME_DIR}/loaded.json`;
 
 const passedSet = (cases: TestCase[]) =>
   new Set(cases.filter((c) => c.status === 'passed').map((c) => `${c.file}\0${c.name}`));
@@ -232,21 +296,22 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
     task: Task,
     workspaceDir: string,
     candidate: string,
-    how: { mode: ReplayMode; aliases: PathAliases },
+    how: { mode: ReplayMode; aliases: PathAliases; strip: string[] },
     files: { file: string; script: ScriptCall[] }[],
     imports: ImportedModule[],
     signal?: AbortSignal,
-  ): Promise<Map<string, ReplayedCall> | { infra: string }> {
+  ): Promise<ReplayRunOutput | { infra: string }> {
     const used = files.map((f, n) => ({ ...f, n })).filter((f) => f.script.length > 0);
-    const { overlay: own, ...command } = modeRun(how.mode, task.target, used, how.aliases);
-    const overlay: Record<string, string> = {
+    const common: Record<string, string> = {
       ...runtimeOverlay(task, imports),
       [task.target]: candidate,
       ...Object.fromEntries(
         used.map((f) => [`${RUNTIME_DIR}/script-${f.n}.json`, JSON.stringify({ calls: f.script })]),
       ),
-      ...own,
     };
+    const stripped = how.mode === 'node' ? await prestripped(task, workspaceDir, common, how.strip) : {};
+    const { overlay: own, ...command } = modeRun(how.mode, task.target, used, how.aliases, stripped);
+    const overlay = { ...common, ...own };
     const run = await judges.run({
       task,
       workspaceDir,
@@ -254,7 +319,7 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
       harness: false,
       pruneTests: true,
       ...command,
-      collect: used.map((f) => `${RUNTIME_DIR}/out-${f.n}.json`),
+      collect: [...used.map((f) => `${RUNTIME_DIR}/out-${f.n}.json`), ...(command.nodeArgs ? [LOADED] : [])],
       ...(signal ? { signal } : {}),
     });
     if (run.infra) return { infra: run.infra };
@@ -287,7 +352,7 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
           });
       }
     }
-    return out;
+    return { calls: out, loaded: loadedPaths(run.collected.get(LOADED)) };
   }
 
   return {
@@ -386,15 +451,16 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
       const files = recorded.map((f) => ({ file: f.file, script: f.calls.map((c) => c.input) }));
       /** The answer key of one mode: the calls its two self-replays reproduce exactly. */
       const keyIn = async (mode: ReplayMode): Promise<ReplayKey | { infra: string }> => {
+        const how = { mode, aliases, strip: [] };
         const selves = await Promise.all(
-          [1, 2].map(() =>
-            replayRun(task, workspaceDir, reference, { mode, aliases }, files, imports, signal),
-          ),
+          [1, 2].map(() => replayRun(task, workspaceDir, reference, how, files, imports, signal)),
         );
         for (const s of selves)
           if ('infra' in s) return { infra: `the reference's self-replay (${mode}): ${s.infra}` };
-        const [a, b] = selves as Map<string, ReplayedCall>[];
-        return { ...answerKey(recorded, a!, b!, total), mode, aliases, imports };
+        const [a, b] = selves as ReplayRunOutput[];
+        // The files both self-replays loaded (the candidate's own imports, when it has others, strip in the box).
+        const strip = a!.loaded.filter((f) => b!.loaded.includes(f));
+        return { ...answerKey(recorded, a!.calls, b!.calls, total), mode, aliases, strip, imports };
       };
       // The cheapest mode first: once a mode keeps every call that could be kept, none does better.
       let best: ReplayKey | null = null;
@@ -425,10 +491,10 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
       );
       if (expected.length === 0) return { compared: 0, differences: [], mode: key.mode };
       const compareIn = async (mode: ReplayMode): Promise<ReplayVerdict | { infra: string }> => {
-        const how = { mode, aliases: key.aliases };
+        const how = { mode, aliases: key.aliases, strip: key.strip };
         const actual = await replayRun(task, workspaceDir, candidate, how, key.files, key.imports, signal);
         if ('infra' in actual) return { infra: `the replay could not run (${mode}): ${actual.infra}` };
-        const differences = compareReplay(expected, actual, (f, i) => `${f}\0${i}`);
+        const differences = compareReplay(expected, actual.calls, (f, i) => `${f}\0${i}`);
         return { compared: expected.length, differences, mode };
       };
       const first = await compareIn(key.mode);
@@ -454,6 +520,12 @@ function dedupe(modules: ImportedModule[]): ImportedModule[] {
   return modules.filter((m) => !seen.has(m.key) && seen.add(m.key));
 }
 
+/** The box-relative paths a node-mode run says it loaded (loaded.json); none when absent or malformed. */
+function loadedPaths(text: string | null | undefined): string[] {
+  const parsed = z.array(z.string()).safeParse(text ? safeJson(text) : undefined);
+  return parsed.success ? parsed.data : [];
+}
+
 function safeJson(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -468,7 +540,7 @@ export function answerKey(
   a: Map<string, ReplayedCall>,
   b: Map<string, ReplayedCall>,
   total: number,
-): Omit<ReplayKey, 'imports' | 'mode' | 'aliases'> {
+): Omit<ReplayKey, 'imports' | 'mode' | 'aliases' | 'strip'> {
   const dropped = new Map<string, number>();
   const drop = (why: string) => dropped.set(why, (dropped.get(why) ?? 0) + 1);
   let kept = 0;

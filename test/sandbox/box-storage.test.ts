@@ -2,11 +2,23 @@
 // killed scorer), a plain folder walked by sampling otherwise.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, link, mkdir, mkdtemp, open, readdir, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  link,
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  rm,
+  symlink,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createBox, sweepStaleBoxes } from '../../sandbox/box.ts';
+import { chownTree, createBox, sweepStaleBoxes } from '../../sandbox/box.ts';
 import {
   BOX_MOUNT_SOURCE,
   prepareBoxStorage,
@@ -106,6 +118,21 @@ describe.runIf(isRoot)('a tmpfs of its own (root)', () => {
     await writeFile(join(dir, 'one-more'), '');
     expect(await watch.exceeded?.(null)).toBe('inodes');
     await expect(writeFile(join(dir, 'refused'), '')).rejects.toThrow(/ENOSPC/);
+  });
+
+  it("a box is given to the run's uid: every entry and link, never what a link points at", async () => {
+    const box = join(root, 'box');
+    await mkdir(join(box, 'src', 'deep'), { recursive: true });
+    await writeFile(join(box, 'src', 'deep', 'a.ts'), 'export {};\n');
+    const outside = join(root, 'outside');
+    await mkdir(outside);
+    await writeFile(join(outside, 'secret'), 'x');
+    await symlink(outside, join(box, 'node_modules'));
+    await symlink(join(outside, 'secret'), join(box, 'src', 'secret'));
+    await chownTree(box, 61999);
+    for (const p of ['', 'src', 'src/deep', 'src/deep/a.ts', 'node_modules', 'src/secret'])
+      expect((await lstat(join(box, p))).uid, p).toBe(61999);
+    for (const p of [outside, join(outside, 'secret')]) expect((await lstat(p)).uid, p).toBe(0);
   });
 
   it('a box left by a killed scorer is unmounted and removed by the next sweep', async () => {

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { cgroupLayouts, parseKeyed, parseProcCgroup, probeCgroups } from '../../sandbox/cgroup.ts';
 import { runGroup } from '../../sandbox/group-run.ts';
@@ -121,6 +122,26 @@ describe.runIf(usable)('a run in a cgroup of its own (v1 on this VM; v2 where de
     expect(lines.length).toBeGreaterThan(0);
     for (const l of lines) expect(l.endsWith(`/${name}`)).toBe(true);
     for (const d of dirs) expect(existsSync(d)).toBe(false);
+  });
+
+  it('lists the processes in it (what the backend samples and reaps), and throws once it is gone', async () => {
+    const cg = (await (await probeCgroups()).create(roomy))!;
+    const child = spawn('/bin/sh', ['-c', 'read _; sleep 30 & sleep 30 & wait'], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    try {
+      await cg.attach(child.pid!);
+      // Forked after the attach (the shell waits for a line): its children are in the cgroup too.
+      child.stdin!.write('go\n');
+      for (let i = 0; i < 200 && (await cg.procs()).length < 3; i++) await sleep(25);
+      const procs = await cg.procs();
+      expect(procs).toContain(child.pid);
+      expect(procs).toHaveLength(3);
+    } finally {
+      await cg.destroy();
+      child.kill('SIGKILL');
+    }
+    await expect(cg.procs()).rejects.toThrow(/ENOENT/);
   });
 
   it('counts the CPU of processes that already exited, exactly', async () => {

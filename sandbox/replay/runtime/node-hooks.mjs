@@ -4,11 +4,14 @@
 // each judged test file a module graph of its own in one thread: a module imported with the query
 // `?vtnode-file=<n>` passes it on to every box module it imports (not to node_modules), as the test
 // runner gives each test file fresh modules; and each TypeScript file's types are stripped once
-// (Node's own stripTypeScriptTypes) however many graphs load it. Written by hand
+// (Node's own stripTypeScriptTypes) however many graphs load it, or taken already stripped from the plan
+// (the host strips the files calibration saw loaded: the stripper's start is a tenth of a second of CPU
+// in every run that loads it). Written by hand
 // (not tsx or a bundler) because it runs inside the box, where only this folder and the workspace are
 // ours to place, and because it must stay this small to be worth running instead of the workspace's
 // own runner. Whatever it cannot reproduce the calibration sees (the self-replay differs), and the
 // task's candidates are then replayed under vitest.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { registerHooks, stripTypeScriptTypes } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -73,6 +76,14 @@ function inGraph(result, parentURL) {
 
 /** Stripped sources by path: each file's types are stripped once, whatever graphs load it. */
 const stripped = new Map();
+/** Sources the host stripped beforehand, by the sha256 of their TypeScript text (node-plan.json). */
+const prestripped = new Map(Object.entries(plan.stripped ?? {}));
+
+/** The box-relative paths of the TypeScript files this run loaded (calibration keeps them). */
+export function loadedTypeScript() {
+  const paths = [...stripped.keys()].map((url) => fileURLToPath(url));
+  return paths.filter((p) => p.startsWith(`${ROOT}/`)).map((p) => p.slice(ROOT.length + 1));
+}
 
 const pathLike = (spec) => /^(\.{1,2}\/|\/|file:)/.test(spec) || spec === '.' || spec === '..';
 const RETRY = new Set(['ERR_MODULE_NOT_FOUND', 'ERR_UNSUPPORTED_DIR_IMPORT']);
@@ -106,7 +117,9 @@ registerHooks({
     const path = url.split('?')[0];
     let source = stripped.get(path);
     if (source === undefined) {
-      source = stripTypeScriptTypes(String(loaded.source), { mode: 'transform' });
+      const text = String(loaded.source);
+      const hash = createHash('sha256').update(text).digest('hex');
+      source = prestripped.get(hash) ?? stripTypeScriptTypes(text, { mode: 'transform' });
       stripped.set(path, source);
     }
     return { format: 'module', source, shortCircuit: true };

@@ -2,7 +2,7 @@
 // each file against a module graph of its own (node-hooks.mjs: the `?vtnode-file=<n>` query), as the
 // test runner gives each test file fresh modules. The replayer is loaded first: it installs the
 // controlled clock and random numbers before any target loads.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -10,6 +10,7 @@ const DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(DIR);
 const plan = JSON.parse(readFileSync(join(DIR, 'node-plan.json'), 'utf8'));
 const { replay } = await import('./replay.mjs');
+const { loadedTypeScript } = await import('./node-hooks.mjs');
 const inGraph = (rel, n) => `${pathToFileURL(join(ROOT, rel)).href}?vtnode-file=${n}`;
 
 for (const file of plan.files) {
@@ -22,5 +23,7 @@ for (const file of plan.files) {
     console.error(`replay of script ${file.n}:`, err);
   }
 }
+// The TypeScript files the run loaded: calibration lets the host strip them for the task's candidates.
+writeFileSync(join(DIR, 'loaded.json'), JSON.stringify(loadedTypeScript()));
 // Timers or handles a target left open must not keep the replay alive.
 process.exit(0);
