@@ -113,6 +113,8 @@ describe('job slots are generation slots', () => {
     const { executor, origin, loadChanges } = await setup(held.scorer, 1);
     const a = runJob(executor, origin, sampleTask('t-a'));
     await until(() => generatedCount(a.messages) === 2, 'job a generated');
+    // Both of a's samples reach the scorer (its two scoring slots) a moment after they are generated.
+    await until(() => held.inFlight() === 2, "job a's two samples in the scorer");
     expect(executor.load()).toEqual(load(0, 1, 0, 0));
     // accepted, its slot taken, generation done: the advert learns of each.
     expect(loadChanges()).toBe(3);
