@@ -405,9 +405,9 @@ function cgroupMembers(cg: RunCgroup): Members {
 
 /**
  * The processes of a bwrap service, or of a run without a cgroup: those in its pid namespace (known
- * once bwrap reports its child on the info fd), plus bwrap itself; found by scanning every process. As root the run's uid narrows the scan first; a process of
- * that uid outside the namespace is not this run's (a stale foreign user of the uid), so it is never
- * counted or killed.
+ * once bwrap reports its child on the info fd), plus bwrap itself, found by scanning every process. As
+ * root the run's uid narrows the scan first; a process of that uid outside the namespace is not this
+ * run's (a stale foreign user of the uid), so it is never counted or killed.
  */
 function namespaceMembers(uid: number | undefined): Members {
   let childPid: number | null = null;

@@ -133,7 +133,7 @@ describe.runIf(usable)('a run in a cgroup of its own (v1 on this VM; v2 where de
       await cg.attach(child.pid!);
       // Forked after the attach (the shell waits for a line): its children are in the cgroup too.
       child.stdin!.write('go\n');
-      for (let i = 0; i < 200 && (await cg.procs()).length < 3; i++) await sleep(25);
+      for (let i = 0; i < 400 && (await cg.procs()).length < 3; i++) await sleep(25);
       const procs = await cg.procs();
       expect(procs).toContain(child.pid);
       expect(procs).toHaveLength(3);

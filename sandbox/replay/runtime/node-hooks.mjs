@@ -4,12 +4,11 @@
 // each judged test file a module graph of its own in one thread: a module imported with the query
 // `?vtnode-file=<n>` passes it on to every box module it imports (not to node_modules), as the test
 // runner gives each test file fresh modules; and each TypeScript file's types are stripped once
-// (Node's own stripTypeScriptTypes) however many graphs load it, or taken already stripped from the plan
-// (the host strips the files calibration saw loaded: the stripper's start is a tenth of a second of CPU
-// in every run that loads it). Written by hand
-// (not tsx or a bundler) because it runs inside the box, where only this folder and the workspace are
-// ours to place, and because it must stay this small to be worth running instead of the workspace's
-// own runner. Whatever it cannot reproduce the calibration sees (the self-replay differs), and the
+// (Node's own stripTypeScriptTypes) however many graphs load it, or taken already stripped from the
+// plan (the host strips the files calibration saw loaded: the stripper's start is a tenth of a second
+// of CPU in every run that loads it). Written by hand (not tsx or a bundler) because it runs inside the
+// box, where only this folder and the workspace are ours to place, and because it must stay this small
+// to be worth running instead of the workspace's own runner. Whatever it cannot reproduce the calibration sees (the self-replay differs), and the
 // task's candidates are then replayed under vitest.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
