@@ -283,6 +283,79 @@ const LOADED = `${RUNTIME_DIR}/loaded.json`;
 const passedSet = (cases: TestCase[]) =>
   new Set(cases.filter((c) => c.status === 'passed').map((c) => `${c.file}\0${c.name}`));
 
+/** One replay run of `candidate` in a box without test files: the outputs per `file\0i`, or infra. */
+async function replayRun(
+  judges: JudgeRunner,
+  task: Task,
+  workspaceDir: string,
+  candidate: string,
+  how: { mode: ReplayMode; aliases: PathAliases; strip: string[] },
+  files: { file: string; script: ScriptCall[] }[],
+  imports: ImportedModule[],
+  signal?: AbortSignal,
+): Promise<ReplayRunOutput | { infra: string }> {
+  const used = files.map((f, n) => ({ ...f, n })).filter((f) => f.script.length > 0);
+  const common: Record<string, string> = {
+    ...runtimeOverlay(task, imports),
+    [task.target]: candidate,
+    ...Object.fromEntries(
+      used.map((f) => [`${RUNTIME_DIR}/script-${f.n}.json`, JSON.stringify({ calls: f.script })]),
+    ),
+  };
+  const stripped = how.mode === 'node' ? await prestripped(task, workspaceDir, common, how.strip) : {};
+  const { overlay: own, ...command } = modeRun(how.mode, task.target, used, how.aliases, stripped);
+  const overlay = { ...common, ...own };
+  const run = await judges.run({
+    task,
+    workspaceDir,
+    overlay,
+    harness: false,
+    pruneTests: true,
+    ...command,
+    collect: [...used.map((f) => `${RUNTIME_DIR}/out-${f.n}.json`), ...(command.nodeArgs ? [LOADED] : [])],
+    ...(signal ? { signal } : {}),
+  });
+  if (run.infra) return { infra: run.infra };
+  return { calls: replayedCalls(used, run), loaded: loadedPaths(run.collected.get(LOADED)) };
+}
+
+/** Each call's output (or why it is missing) per `file\0i`, from the outputs a replay run wrote. */
+function replayedCalls(
+  used: { file: string; n: number; script: ScriptCall[] }[],
+  run: JudgeRun,
+): Map<string, ReplayedCall> {
+  const out = new Map<string, ReplayedCall>();
+  for (const f of used) {
+    const text = run.collected.get(`${RUNTIME_DIR}/out-${f.n}.json`);
+    const parsed = text ? ReplayOut.safeParse(safeJson(text)) : null;
+    const why = !text
+      ? `the replay of ${f.file} wrote no outputs${run.failure ? ` (${run.failure})` : ''}`
+      : parsed?.success
+        ? null
+        : `the replay outputs of ${f.file} are malformed`;
+    if (why || !parsed?.success) {
+      for (const c of f.script) out.set(`${f.file}\0${c.i}`, { i: c.i, missing: why ?? 'malformed' });
+      continue;
+    }
+    for (const c of parsed.data.calls) {
+      const k = `${f.file}\0${c.i}`;
+      if (c.skipped || c.unresolved !== undefined || !c.out || !c.after)
+        out.set(k, { i: c.i, missing: c.unresolved ?? 'left out' });
+      else
+        out.set(k, {
+          i: c.i,
+          output: {
+            out: c.out,
+            after: c.after,
+            ...(c.selfAfter !== undefined ? { selfAfter: c.selfAfter } : {}),
+            ...(c.settled ? { settled: c.settled } : {}),
+          },
+        });
+    }
+  }
+  return out;
+}
+
 export interface ReplayJudgeOptions {
   /** The modes calibration may give a task, cheapest first (default node, then vitest). */
   modes?: ReplayMode[];
@@ -291,70 +364,6 @@ export interface ReplayJudgeOptions {
 /** Records, self-replays and replays candidates of `file` tasks (vitest) through a judge runner. */
 export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptions = {}) {
   const modes = options.modes ?? ['node', 'vitest'];
-  /** One replay run of `candidate` in a box without test files: the outputs per `file\0i`, or infra. */
-  async function replayRun(
-    task: Task,
-    workspaceDir: string,
-    candidate: string,
-    how: { mode: ReplayMode; aliases: PathAliases; strip: string[] },
-    files: { file: string; script: ScriptCall[] }[],
-    imports: ImportedModule[],
-    signal?: AbortSignal,
-  ): Promise<ReplayRunOutput | { infra: string }> {
-    const used = files.map((f, n) => ({ ...f, n })).filter((f) => f.script.length > 0);
-    const common: Record<string, string> = {
-      ...runtimeOverlay(task, imports),
-      [task.target]: candidate,
-      ...Object.fromEntries(
-        used.map((f) => [`${RUNTIME_DIR}/script-${f.n}.json`, JSON.stringify({ calls: f.script })]),
-      ),
-    };
-    const stripped = how.mode === 'node' ? await prestripped(task, workspaceDir, common, how.strip) : {};
-    const { overlay: own, ...command } = modeRun(how.mode, task.target, used, how.aliases, stripped);
-    const overlay = { ...common, ...own };
-    const run = await judges.run({
-      task,
-      workspaceDir,
-      overlay,
-      harness: false,
-      pruneTests: true,
-      ...command,
-      collect: [...used.map((f) => `${RUNTIME_DIR}/out-${f.n}.json`), ...(command.nodeArgs ? [LOADED] : [])],
-      ...(signal ? { signal } : {}),
-    });
-    if (run.infra) return { infra: run.infra };
-    const out = new Map<string, ReplayedCall>();
-    for (const f of used) {
-      const text = run.collected.get(`${RUNTIME_DIR}/out-${f.n}.json`);
-      const parsed = text ? ReplayOut.safeParse(safeJson(text)) : null;
-      const why = !text
-        ? `the replay of ${f.file} wrote no outputs${run.failure ? ` (${run.failure})` : ''}`
-        : parsed?.success
-          ? null
-          : `the replay outputs of ${f.file} are malformed`;
-      if (why || !parsed?.success) {
-        for (const c of f.script) out.set(`${f.file}\0${c.i}`, { i: c.i, missing: why ?? 'malformed' });
-        continue;
-      }
-      for (const c of parsed.data.calls) {
-        const k = `${f.file}\0${c.i}`;
-        if (c.skipped || c.unresolved !== undefined || !c.out || !c.after)
-          out.set(k, { i: c.i, missing: c.unresolved ?? 'left out' });
-        else
-          out.set(k, {
-            i: c.i,
-            output: {
-              out: c.out,
-              after: c.after,
-              ...(c.selfAfter !== undefined ? { selfAfter: c.selfAfter } : {}),
-              ...(c.settled ? { settled: c.settled } : {}),
-            },
-          });
-      }
-    }
-    return { calls: out, loaded: loadedPaths(run.collected.get(LOADED)) };
-  }
-
   return {
     /**
      * Records the reference under the task's tests and replays it twice; the answer key, or why the task
@@ -453,7 +462,7 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
       const keyIn = async (mode: ReplayMode): Promise<ReplayKey | { infra: string }> => {
         const how = { mode, aliases, strip: [] };
         const selves = await Promise.all(
-          [1, 2].map(() => replayRun(task, workspaceDir, reference, how, files, imports, signal)),
+          [1, 2].map(() => replayRun(judges, task, workspaceDir, reference, how, files, imports, signal)),
         );
         for (const s of selves)
           if ('infra' in s) return { infra: `the reference's self-replay (${mode}): ${s.infra}` };
@@ -492,7 +501,16 @@ export function createReplayJudge(judges: JudgeRunner, options: ReplayJudgeOptio
       if (expected.length === 0) return { compared: 0, differences: [], mode: key.mode };
       const compareIn = async (mode: ReplayMode): Promise<ReplayVerdict | { infra: string }> => {
         const how = { mode, aliases: key.aliases, strip: key.strip };
-        const actual = await replayRun(task, workspaceDir, candidate, how, key.files, key.imports, signal);
+        const actual = await replayRun(
+          judges,
+          task,
+          workspaceDir,
+          candidate,
+          how,
+          key.files,
+          key.imports,
+          signal,
+        );
         if ('infra' in actual) return { infra: `the replay could not run (${mode}): ${actual.infra}` };
         const differences = compareReplay(expected, actual.calls, (f, i) => `${f}\0${i}`);
         return { compared: expected.length, differences, mode };
