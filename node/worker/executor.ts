@@ -27,7 +27,14 @@ import { handleFramed, type StreamHost } from '../wire/streams.ts';
 import { jobAcceptedLine, jobFinishedLine, sampleLine } from './info-lines.ts';
 import { type AdmissionState, adoptable, reattachRefusal, refusal } from './job-admission.ts';
 import { failureReason, type JobError, jobError } from './job-error.ts';
-import { type JobActivity, type JobLoad, jobLoad, newActivity, trackScoring } from './job-load.ts';
+import {
+  type JobActivity,
+  type JobLoad,
+  jobLoad,
+  newActivity,
+  queueForScoring,
+  type ScoringTicket,
+} from './job-load.ts';
 import { createJobRun, type JobFailureEnd, type JobRun } from './job-run.ts';
 import {
   candidateOf,
@@ -470,11 +477,13 @@ async function generateSamples(
       break;
     }
     const index = pass.todo[outcome.index]!;
+    // Waiting to score from now on: the load read on seeing the `generated` message already says so.
+    const ticket = queueForScoring(work.activity);
     if (++generated === pass.todo.length) generationDone(x, work, releaseSlot);
     reportGenerated(x, work, index, outcome);
     // Score while the next samples generate.
     pass.inSandbox.add(index);
-    pass.pending.push(scoreAndRecord(x, work, pass, index, outcome));
+    pass.pending.push(scoreAndRecord(x, work, pass, { index, sample: outcome, ticket }));
   }
 }
 
@@ -506,14 +515,15 @@ function reportGenerated(x: Executor, work: JobWork, index: number, sample: Samp
   work.run.generated({ ...generatedMessage(work.job.jobId, index, sample), load: reportedLoad(x) });
 }
 
+/** A generated sample on its way to the sandbox: its index in the job, and its place in the job's activity. */
+interface Generated {
+  index: number;
+  sample: Sample;
+  ticket: ScoringTicket;
+}
+
 /** Scores a generated sample, then logs and reports it; a failure aborts the job (the first says why). */
-function scoreAndRecord(
-  x: Executor,
-  work: JobWork,
-  pass: Pass,
-  index: number,
-  sample: Sample,
-): Promise<void> {
+function scoreAndRecord(x: Executor, work: JobWork, pass: Pass, generated: Generated): Promise<void> {
   const { signal } = work.abort;
   // After a 0 ms timer: the model request this sample makes way for (the job's fan-out after its
   // warm-up, the next job's first request) leaves first, then the scoring's synchronous part (a
@@ -521,8 +531,11 @@ function scoreAndRecord(
   // fetch's bytes one event-loop turn after the call, so a setImmediate would still run in front of
   // it (measured: 15 ms per request before, 3 ms after; test/worker/executor-slots.test.ts).
   return afterIo(0)
-    .then(() => scoreSample(x, work, index, sample))
-    .finally(() => pass.inSandbox.delete(index))
+    .then(() => scoreSample(x, work, generated))
+    .finally(() => {
+      generated.ticket.leave();
+      pass.inSandbox.delete(generated.index);
+    })
     .then((body) => recordSample(x, work, body))
     .catch((err: JobError) => {
       if (!signal.aborted) pass.failure ??= { reason: err.reason ?? 'sandbox-error', message: err.message };
@@ -546,19 +559,27 @@ function countScored(model: string, reward: number): void {
 }
 
 /** The SampleBody of a generated sample, scored in the job's workspace (0 at once when unscorable). */
-async function scoreSample(x: Executor, work: JobWork, index: number, sample: Sample): Promise<SampleBody> {
-  const { job, abort, activity } = work;
-  const workspaceDir = await workspaceDirFor(x.options, job, abort.signal, activity);
+async function scoreSample(x: Executor, work: JobWork, generated: Generated): Promise<SampleBody> {
+  const { job, abort } = work;
+  const { index, sample, ticket } = generated;
+  const workspaceDir = await workspaceDirFor(x.options, job, abort.signal);
   const unscorable = unscorableReason(sample);
+  if (unscorable) ticket.leave();
   const score = unscorable
     ? unscorableScore(unscorable, await x.options.scorer!.fingerprint(job.task, workspaceDir))
-    : sandboxScore(await runScorer(x, work, workspaceDir, sample));
+    : sandboxScore(await runScorer(x, work, workspaceDir, generated));
   return sampleBody(job, index, sample, score);
 }
 
 /** Scores a sample in the sandbox once a scoring slot is free (the job's activity says which). */
-function runScorer(x: Executor, work: JobWork, workspaceDir: string, sample: Sample): Promise<ScoreResult> {
-  return trackScoring(work.activity, x.scoring, async () => {
+function runScorer(
+  x: Executor,
+  work: JobWork,
+  workspaceDir: string,
+  generated: Generated,
+): Promise<ScoreResult> {
+  const { sample, ticket } = generated;
+  return ticket.run(x.scoring, async () => {
     const endTimer = metrics().scoringSeconds.startTimer();
     try {
       return await x.options.scorer!.score({
@@ -576,29 +597,25 @@ function runScorer(x: Executor, work: JobWork, workspaceDir: string, sample: Sam
 
 /**
  * The directory of a job's workspace: held now, or once the fetch under way is ready (the samples
- * count as waiting to score meanwhile, so the submitter gets heartbeats). A fetch that fails is an
+ * count as waiting to score meanwhile: their tickets, queueForScoring). A fetch that fails is an
  * infrastructure failure: the job fails and its samples are placed again, never scored 0.
  */
 async function workspaceDirFor(
   options: Pick<JobExecutorOptions, 'workspaces' | 'fetching'>,
   job: JobRequest,
   signal: AbortSignal,
-  activity: JobActivity,
 ): Promise<string> {
   const id = job.task.workspace.id;
   const held = options.workspaces.get(id);
   if (held) return held;
   if (!options.fetching?.has(id))
     throw jobError('sandbox-error', `this node no longer holds workspace ${id}`);
-  activity.waitingToScore++;
   try {
     return await options.fetching.whenReady(id, signal);
   } catch (err) {
     signal.throwIfAborted();
     const why = `workspace ${id} could not be made ready here: ${(err as Error).message}`;
     throw jobError('sandbox-error', why);
-  } finally {
-    activity.waitingToScore--;
   }
 }
 

@@ -58,28 +58,44 @@ export function jobLoad(jobs: Iterable<JobActivity>, capacity: number): JobLoad 
 }
 
 /**
- * Runs `score` through `slot` (the scoring limiter) and keeps `a` up to date: waiting for the slot,
- * then scoring, then done (whatever `score` does).
+ * A generated sample's place in its job's activity: it counts as waiting to score from the moment it
+ * is generated (before the `generated` message is sent, so the advert never shows a job with samples
+ * in hand as doing nothing) until its scoring starts or is given up.
  */
-export async function trackScoring<T>(
-  a: JobActivity,
-  slot: (fn: () => Promise<T>) => Promise<T>,
-  score: () => Promise<T>,
-): Promise<T> {
+export interface ScoringTicket {
+  /**
+   * Runs `score` through `slot` (the scoring limiter): waiting for the slot, then scoring, then done
+   * (whatever `score` does). At most once per ticket.
+   */
+  run<T>(slot: (fn: () => Promise<T>) => Promise<T>, score: () => Promise<T>): Promise<T>;
+  /** The sample will not be scored in the sandbox (unscorable, or the job failed first); idempotent. */
+  leave(): void;
+}
+
+/** Counts a freshly generated sample of `a` as waiting to score; its ticket keeps the count right. */
+export function queueForScoring(a: JobActivity): ScoringTicket {
   a.waitingToScore++;
-  let started = false;
-  try {
-    return await slot(async () => {
-      started = true;
-      a.waitingToScore--;
-      a.scoring++;
+  let waiting = true;
+  const leave = () => {
+    if (waiting) a.waitingToScore--;
+    waiting = false;
+  };
+  return {
+    leave,
+    async run(slot, score) {
       try {
-        return await score();
+        return await slot(async () => {
+          leave();
+          a.scoring++;
+          try {
+            return await score();
+          } finally {
+            a.scoring--;
+          }
+        });
       } finally {
-        a.scoring--;
+        leave();
       }
-    });
-  } finally {
-    if (!started) a.waitingToScore--;
-  }
+    },
+  };
 }

@@ -193,6 +193,24 @@ describe('job slots are generation slots', () => {
     ]);
   });
 
+  it('a generated sample waits to score from the moment its message is sent: the job is queued, not running', async () => {
+    const held = heldScorer();
+    const { executor, origin } = await setup(held.scorer, 1);
+    const wire = executor.local();
+    await wire.send(jobRequest(sampleTask('t-a'), origin, [0], 1));
+    expect(await wire.read()).toMatchObject({ type: 'accepted' });
+    // Read synchronously with the message, before the sample's hand-over to the scorer (a 0 ms timer
+    // away): a load that said `running` here would name a job that has nothing in progress.
+    expect(await wire.read()).toMatchObject({ type: 'generated' });
+    expect(executor.load()).toEqual(load(1, 0, 0, 0));
+    expect(held.started()).toBe(0);
+    await until(() => held.inFlight() === 1, 'the sample in the scorer');
+    expect(executor.load()).toEqual(load(0, 1, 0, 0));
+    held.release();
+    for (let m = await wire.read(); m; m = await wire.read()) if (m.type === 'end') break;
+    expect(executor.load()).toEqual(load(0, 0, 0, 0));
+  });
+
   it('a waiting job takes the slot the moment the job before it has generated its samples', async () => {
     const held = heldScorer();
     const stepped = steppedModels();

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { limiter } from '../../node/async/semaphore.ts';
 import type { StreamHost } from '../../node/wire/streams.ts';
 import { createJobExecutor } from '../../node/worker/executor.ts';
-import { isQueued, jobLoad, newActivity, trackScoring } from '../../node/worker/job-load.ts';
+import { isQueued, jobLoad, newActivity, queueForScoring } from '../../node/worker/job-load.ts';
 import { openSampleLog } from '../../node/worker/sample-log.ts';
 import { seededSigner } from '../helpers/digests.ts';
 import { fakeModels, fakeScorer, until } from '../helpers/fake-worker.ts';
@@ -58,10 +58,14 @@ describe('job load', () => {
     const b = newActivity();
     const ga = gate();
     const gb = gate();
-    const scoredA = trackScoring(a, slot, () => ga.opened.then(() => 'a'));
+    const ticketA = queueForScoring(a);
+    const ticketB = queueForScoring(b);
     a.waiting = false;
-    const scoredB = trackScoring(b, slot, () => gb.opened.then(() => 'b'));
     b.waiting = false;
+    // Generated, not yet handed to the limiter: each waits to score, and counts as queued.
+    expect(jobLoad([a, b], 2)).toMatchObject({ queued: 2, running: 0 });
+    const scoredA = ticketA.run(slot, () => ga.opened.then(() => 'a'));
+    const scoredB = ticketB.run(slot, () => gb.opened.then(() => 'b'));
     await tick();
     expect([a, b]).toEqual([
       { ...idle, scoring: 1 },
@@ -77,14 +81,22 @@ describe('job load', () => {
     expect(b).toEqual(idle);
   });
 
-  it('a failed score, or a slot that fails before it starts, leaves the counts right', async () => {
+  it('a failed score, a slot that fails before it starts, or a sample given up leaves the counts right', async () => {
     const a = { ...idle, generating: true };
+    const failing = queueForScoring(a);
     await expect(
-      trackScoring(a, limiter(1), () => Promise.reject(new Error('box could not be set up'))),
+      failing.run(limiter(1), () => Promise.reject(new Error('box could not be set up'))),
     ).rejects.toThrow(/box could not be set up/);
     expect(a).toEqual({ ...idle, generating: true });
     const refusing = <T>(_fn: () => Promise<T>): Promise<T> => Promise.reject(new Error('aborted'));
-    await expect(trackScoring(a, refusing, () => Promise.resolve(1))).rejects.toThrow(/aborted/);
+    await expect(queueForScoring(a).run(refusing, () => Promise.resolve(1))).rejects.toThrow(/aborted/);
+    expect(a).toEqual({ ...idle, generating: true });
+    // Given up before the sandbox (unscorable, or the job failed first): leaving twice counts once.
+    const given = queueForScoring(a);
+    expect(a.waitingToScore).toBe(1);
+    given.leave();
+    given.leave();
+    failing.leave();
     expect(a).toEqual({ ...idle, generating: true });
   });
 });
