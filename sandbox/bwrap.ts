@@ -27,9 +27,17 @@ import {
   processTree,
   readProc,
 } from './procfs.ts';
+import {
+  bindSources,
+  STAGE_ERROR_PREFIX,
+  type StageTools,
+  type Staging,
+  stagedArgv,
+  stagingFor,
+} from './reach.ts';
 import { runSelfTest } from './self-test.ts';
 import { spawnGroup } from './spawn-group.ts';
-import { createUidPool, type UidPool } from './uid-pool.ts';
+import { createUidPool, DEFAULT_UID_BASE, type UidPool } from './uid-pool.ts';
 
 const log = logger('vtnode:sandbox:bwrap');
 const execFileAsync = promisify(execFile);
@@ -73,6 +81,8 @@ export interface BwrapPlan {
   system: SystemPath[];
   /** Read-only binds (deduplicated, absolute). */
   readOnly: string[];
+  /** Where a read-only path is bound from when not from itself: its stage (reach.ts), keyed by path. */
+  sources?: Record<string, string>;
   box: string;
   /** Files inside the box bound read-only over themselves (judged tests, the harness entry). */
   protect: string[];
@@ -127,7 +137,7 @@ export function bwrapArgv(plan: BwrapPlan): string[] {
   // AND inodes (a bwrap tmpfs can cap bytes only: empty files would still cost kernel memory).
   a.push('--proc', '/proc', '--dev', '/dev', '--bind', plan.scratch.shm, '/dev/shm');
   a.push('--bind', plan.scratch.tmp, '/tmp');
-  for (const p of plan.readOnly) a.push('--ro-bind', p, p);
+  for (const p of plan.readOnly) a.push('--ro-bind', plan.sources?.[p] ?? p, p);
   a.push('--bind', plan.box, plan.box);
   // Read-only over themselves: the run cannot write them, rename over them or remove them (EBUSY).
   for (const p of plan.protect) a.push('--ro-bind', p, p);
@@ -304,9 +314,10 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
     log.warn(`bubblewrap ${features.version} lacks --disable-userns: nested user namespaces stay possible`);
   const system = await systemPaths();
   const isRoot = process.getuid?.() === 0;
+  const stageTools = isRoot ? await findStageTools() : null;
   const pool: UidPool | null = isRoot
     ? createUidPool({
-        base: options.uidBase ?? 61000,
+        base: options.uidBase ?? DEFAULT_UID_BASE,
         size: options.maxConcurrent ?? 256,
         start: 'random',
         inUse: async (uid) => (await listProcesses()).some((p) => p.uid === uid),
@@ -333,12 +344,15 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         const scratch = await scratchFolders(spec.box);
         // The box belongs to the run's own uid; nothing else on the host is writable by it.
         if (uid !== undefined) await chownTree(spec.box, uid);
+        const readOnly = dedupePaths(spec.readOnlyPaths.filter((p) => p !== spec.box));
+        const staging = await stagingOf(readOnly, uid, stageTools);
         const argv = bwrapArgv({
           bwrap,
           prlimit,
           features,
           system,
-          readOnly: dedupePaths(spec.readOnlyPaths.filter((p) => p !== spec.box)),
+          readOnly,
+          sources: bindSources(staging),
           box: spec.box,
           protect: spec.protectedPaths ?? [],
           cwd: spec.cwd,
@@ -352,12 +366,10 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         const watch = await monitorsFor(spec, cgroups, options.cpuWait);
         const tracked = watch.cgroup ? cgroupMembers(watch.cgroup) : namespaceMembers(uid);
         try {
-          return await runGroup({
-            argv,
+          const result = await runGroup({
+            ...launch(argv, uid, staging, stageTools),
             env: { PATH: '/usr/bin:/bin' },
             cwd: '/',
-            uid,
-            gid: uid,
             wallMs: spec.limits.wallMs,
             hang: hangRule(spec),
             cpuMs: spec.limits.cpuMs,
@@ -369,6 +381,7 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
             monitors: watch.monitors,
             report: spec.reportPipe ? { fd: REPORT_FD, maxBytes: spec.reportPipe.maxBytes } : undefined,
           });
+          return { ...result, setupFailed: setupFailure(result) };
         } finally {
           await watch.done();
         }
@@ -376,10 +389,64 @@ export async function createBwrapConfinement(options: BwrapOptions = {}): Promis
         if (uid !== undefined) await pool?.release(uid);
       }
     },
-    spawn: (spec: SpawnSpec) => spawnBwrap({ bwrap, prlimit, features, system, pool }, spec),
+    spawn: (spec: SpawnSpec) => spawnBwrap({ bwrap, prlimit, features, system, pool, stageTools }, spec),
     selfTest: (signal?: AbortSignal): Promise<SelfTestResult> => runSelfTest(confinement, signal),
   };
   return confinement;
+}
+
+/** The util-linux programs that stage paths the run's uid cannot reach (reach.ts); null when one is missing. */
+export async function findStageTools(): Promise<StageTools | null> {
+  const [unshare, setpriv] = [await which('unshare'), await which('setpriv')];
+  return unshare && setpriv ? { unshare, setpriv } : null;
+}
+
+/**
+ * The staging a run of `uid` needs for its read-only paths (reach.ts), null when none (or not root).
+ * Throws, never starting the run, when a path cannot be reached at all: an infrastructure failure.
+ */
+async function stagingOf(
+  readOnly: string[],
+  uid: number | undefined,
+  tools: StageTools | null,
+): Promise<Staging | null> {
+  if (uid === undefined) return null;
+  const staging = await stagingFor(readOnly, uid);
+  if (staging && !tools)
+    throw new Error(
+      `the sandbox's uid ${uid} cannot reach ${staging.staged[0]!.path} (a folder above it is closed) and ` +
+        'unshare or setpriv (util-linux) is missing to stage it: install util-linux, or keep the workspace ' +
+        'under folders others can search',
+    );
+  return staging;
+}
+
+/**
+ * How the run's command starts: as its uid directly, or (staged) as root in a mount namespace of its
+ * own that binds the stage and then drops to the uid (reach.ts stagedArgv). The uid owns the report pipe
+ * either way.
+ */
+function launch(
+  argv: string[],
+  uid: number | undefined,
+  staging: Staging | null,
+  tools: StageTools | null,
+): { argv: string[]; uid: number | undefined; gid: number | undefined; switchesUser: boolean } {
+  if (!staging || uid === undefined || !tools) return { argv, uid, gid: uid, switchesUser: false };
+  return { argv: stagedArgv(argv, staging, uid, tools), uid, gid: uid, switchesUser: true };
+}
+
+/**
+ * Why the sandbox never started the command, or null: bwrap (or a staging step) failed while setting
+ * the run up, so it exited 1 with its own error as the first line of stderr and nothing came through the
+ * report pipe. The command could print the same line and exit 1, but that only turns its own run into
+ * an infrastructure failure (placed again, never a reward), so the reading is safe in the direction
+ * that matters: a failure of the host is never scored as the candidate's.
+ */
+export function setupFailure(result: Pick<RunResult, 'exitCode' | 'stderr' | 'report'>): string | null {
+  if (result.exitCode !== 1 || (result.report && result.report.text !== '')) return null;
+  const first = result.stderr.split('\n', 1)[0]!.trim();
+  return first.startsWith('bwrap: ') || first.startsWith(STAGE_ERROR_PREFIX) ? first : null;
 }
 
 /** What runGroup needs to know a run's processes (RunGroupOptions' onInfo and members). */
@@ -437,6 +504,7 @@ interface BwrapBackend {
   features: BwrapFeatures;
   system: SystemPath[];
   pool: UidPool | null;
+  stageTools: StageTools | null;
 }
 
 /**
@@ -444,30 +512,36 @@ interface BwrapBackend {
  * a private /tmp and nothing writable; its processes are told apart by pid namespace (and uid).
  */
 async function spawnBwrap(backend: BwrapBackend, spec: SpawnSpec): Promise<SpawnedProcess> {
-  const argv = bwrapSpawnArgv({
+  const readOnly = dedupePaths(spec.readOnlyPaths);
+  const plan = {
     bwrap: backend.bwrap,
     prlimit: backend.prlimit,
     features: backend.features,
     system: backend.system,
-    readOnly: dedupePaths(spec.readOnlyPaths),
     cwd: spec.cwd,
     env: spec.env,
     limits: spec.limits,
     argv: spec.argv,
-  });
+  };
   const uid = await backend.pool?.acquire();
   const release = async () => {
     if (uid !== undefined) await backend.pool?.release(uid);
   };
+  let staging: Staging | null;
+  try {
+    staging = await stagingOf(readOnly, uid, backend.stageTools);
+  } catch (err) {
+    await release();
+    throw err;
+  }
+  const argv = bwrapSpawnArgv({ ...plan, readOnly, sources: bindSources(staging) });
   const tracked = namespaceMembers(uid);
   log(`spawn ${argv.join(' ')}`);
   // spawnGroup returns the uid itself when the process cannot start, and once it has exited.
   return spawnGroup({
-    argv,
+    ...launch(argv, uid, staging, backend.stageTools),
     env: { PATH: '/usr/bin:/bin' },
     cwd: '/',
-    uid,
-    gid: uid,
     signal: spec.signal,
     infoFds: 1,
     onInfo: tracked.onInfo,

@@ -102,6 +102,11 @@ export interface RunResult {
   usage: ResourceUsage;
   /** What came through the report pipe, when the spec asked for one. */
   report?: PipedReport;
+  /**
+   * Why the sandbox could not set the run up, so its command never ran (bwrap's own error): a failure
+   * of the host, never of the candidate. Null (or absent) when the command ran.
+   */
+  setupFailed?: string | null;
 }
 
 /** A long-lived process to start confined (a service that talks over its stdio). */

@@ -52,6 +52,11 @@ export interface GroupRunOptions {
   /** Run as this uid/gid (root only); supplementary groups are dropped by the spawn. */
   uid?: number | undefined;
   gid?: number | undefined;
+  /**
+   * The command drops to uid/gid itself (a staged bwrap run, reach.ts): it is started as the caller,
+   * and uid/gid only own the report pipe.
+   */
+  switchesUser?: boolean;
   /** Wall-clock backstop, milliseconds. */
   wallMs: number;
   /** CPU budget of the whole run, milliseconds (exact from a monitor's `cpuMs`, else sampled). */
@@ -92,6 +97,17 @@ export interface GroupRunOptions {
 export function gatedArgv(argv: string[], env: Record<string, string>): string[] {
   const script = `read -r go || exit 125; ${'PWD' in env ? '' : 'unset PWD; '}exec "$@" </dev/null`;
   return ['/bin/sh', '-c', script, 'vtnode-gate', ...argv];
+}
+
+/** The uid/gid options of a spawn that runs as `opts.uid`/`opts.gid` (each when given). */
+export function spawnOwner(opts: { uid?: number | undefined; gid?: number | undefined }): {
+  uid?: number;
+  gid?: number;
+} {
+  return {
+    ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
+    ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
+  };
 }
 
 /** Why the run was ended early; the first cause wins. */
@@ -360,8 +376,7 @@ export async function runGroup(opts: GroupRunOptions): Promise<RunResult> {
     env: opts.env,
     detached: true,
     stdio: [gated ? 'pipe' : 'ignore', 'pipe', 'pipe', ...slots],
-    ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
-    ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
+    ...(opts.switchesUser ? {} : spawnOwner(opts)),
   });
   // The child holds its copy now (or never will): only the run's processes may keep the pipe open.
   report?.closeWriteEnd();

@@ -148,6 +148,8 @@ export const TIMEOUT_REASON = 'timeout';
 /** Classifies what happened to the confined process, before any report is read. */
 function processFailure(run: RunResult, limits: Limits): Pick<JudgeRun, 'failure' | 'infra'> | null {
   if (run.aborted) return { failure: null, infra: 'the run was aborted' };
+  if (run.setupFailed)
+    return { failure: null, infra: `the sandbox could not start the run: ${run.setupFailed}` };
   if (run.cpuExceeded)
     return {
       failure: `the candidate exhausted its CPU budget (${(limits.cpuMs / 1000).toFixed(1)} s)`,

@@ -21,7 +21,7 @@ import { asRunLimits, type Limits, type ProcessLimits, rlimitCpuSeconds } from '
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 import { runSelfTest } from './self-test.ts';
 import { spawnGroup } from './spawn-group.ts';
-import { createUidPool, type UidPool } from './uid-pool.ts';
+import { createUidPool, DEFAULT_UID_BASE, type UidPool } from './uid-pool.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -202,7 +202,7 @@ export async function createSeatbeltConfinement(options: SeatbeltOptions = {}): 
   const isRoot = process.getuid?.() === 0;
   const pool: UidPool | null = isRoot
     ? createUidPool({
-        base: options.uidBase ?? 61000,
+        base: options.uidBase ?? DEFAULT_UID_BASE,
         size: options.maxConcurrent ?? 256,
         start: 'random',
         inUse: async (uid) => (await processesOfUid(uid)).length > 0,

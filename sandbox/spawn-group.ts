@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SpawnExit, SpawnedProcess } from './confinement.ts';
-import { captureInfo, groupAlive, killGroup } from './group-run.ts';
+import { captureInfo, groupAlive, killGroup, spawnOwner } from './group-run.ts';
 import { CLOCK_TICKS, PAGE_SIZE, type ProcInfo } from './procfs.ts';
 
 /** How to start one long-lived process group and how to find the processes that belong to it. */
@@ -15,6 +15,8 @@ export interface SpawnGroupOptions {
   /** Run as this uid/gid (root only). */
   uid?: number | undefined;
   gid?: number | undefined;
+  /** The command drops to uid/gid itself (a staged bwrap service, reach.ts): it is started as the caller. */
+  switchesUser?: boolean;
   /** Kills the process when aborted. */
   signal?: AbortSignal | undefined;
   /** Number of extra pipes after stdio (fd 3, 4, ...) whose text is handed to `onInfo`. */
@@ -93,8 +95,7 @@ export async function spawnGroup(opts: SpawnGroupOptions): Promise<SpawnedProces
     env: opts.env,
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe', ...Array.from({ length: opts.infoFds ?? 0 }, () => 'pipe' as const)],
-    ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
-    ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
+    ...(opts.switchesUser ? {} : spawnOwner(opts)),
   });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);

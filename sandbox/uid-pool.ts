@@ -3,6 +3,9 @@ import { open, readFile, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** First uid of the pool's range when running as root (one uid per concurrent run on the host). */
+export const DEFAULT_UID_BASE = 61000;
+
 /**
  * Hands out unprivileged uids to runs, unique across every scorer process on the host: runs are told
  * apart by uid (the survivor check kills every process of a run's uid), so two scorers must never share

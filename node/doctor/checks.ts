@@ -2,6 +2,7 @@
  * `vtnode doctor`'s verdicts: each a pure function from facts gathered about this machine and its
  * node (node/doctor/gather.ts) to a check with a status, what was found and how to fix it.
  */
+import type { Blocked } from '../../sandbox/reach.ts';
 import type { ProbedServer } from '../models/probe.ts';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skipped';
@@ -101,6 +102,55 @@ export function checkSandbox(f: SandboxFacts): Check {
       'set "unconfined": false in the data dir\'s config.json, then restart the node',
     );
   return check('sandbox', 'ok', passed);
+}
+
+/** What gathering found about the paths a confined run reads, as the sandbox's uid sees them (root). */
+export interface ReachFacts {
+  /** Why it was not checked (runs keep the caller's uid when not root; no bwrap off Linux), or null. */
+  skipped: string | null;
+  /** The uid checked: the first of the sandbox's pool. */
+  uid: number;
+  /** Each path a run reads (the data dir's workspaces, each workspace, Node) and what stands in its way. */
+  paths: { path: string; blocked: Blocked | null }[];
+  /** unshare and setpriv (util-linux) are installed: a path under a closed folder can be staged. */
+  stageTools: boolean;
+}
+
+/**
+ * The sandbox's uid can read what its runs read: directly, or staged through a private mount
+ * namespace when a folder above is closed (sandbox/reach.ts). A path closed itself, or a closed folder
+ * without the tools to stage, fails every run as an infrastructure error: that is what this catches.
+ */
+export function checkReach(f: ReachFacts): Check {
+  if (f.skipped !== null) return check('sandbox reach', 'skipped', f.skipped);
+  const shut = f.paths.filter((p) => p.blocked?.at === 'self').map((p) => p.path);
+  if (shut.length > 0)
+    return check(
+      'sandbox reach',
+      'fail',
+      `the sandbox's uid ${f.uid} cannot read ${shut.join(', ')}: every run there fails`,
+      shut.map((p) => `\`chmod o+rX ${p}\``).join(', '),
+    );
+  const staged = f.paths.flatMap((p) => (p.blocked?.at === 'parent' ? [p.blocked] : []));
+  if (staged.length === 0)
+    return check(
+      'sandbox reach',
+      'ok',
+      `the sandbox's uid ${f.uid} reaches ${f.paths.length} path(s) directly`,
+    );
+  const under = staged.map((b) => `${b.path} (under ${b.folder})`).join(', ');
+  if (!f.stageTools)
+    return check(
+      'sandbox reach',
+      'fail',
+      `the sandbox's uid ${f.uid} cannot reach ${under}, and unshare or setpriv is missing to stage it`,
+      'install util-linux, or keep the data dir and workspaces under folders others can search',
+    );
+  return check(
+    'sandbox reach',
+    'ok',
+    `${under}: under a folder the sandbox's uid ${f.uid} cannot search; each run binds it through a private mount namespace (nothing on the host changes)`,
+  );
 }
 
 /** One model server: its probe's result or error. */

@@ -4,8 +4,10 @@
  * Everything heavy is imported here, on use: the CLI loads this module only when doctor runs.
  */
 import { existsSync } from 'node:fs';
-import { statfs } from 'node:fs/promises';
+import { readdir, statfs } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { TestRunner } from '../../protocol/task.ts';
+import { DEFAULT_UID_BASE } from '../../sandbox/uid-pool.ts';
 import { connectControl, DaemonBusyError, NoDaemonError } from '../control/client.ts';
 import { DataDir, type NodeConfig } from '../data-dir.ts';
 import { logger } from '../logger.ts';
@@ -20,9 +22,11 @@ import {
   checkModelServer,
   checkNodeVersion,
   checkPort,
+  checkReach,
   checkSandbox,
   checkWorkspace,
   type PortFacts,
+  type ReachFacts,
   type SandboxFacts,
   type ServerFacts,
   tcpPorts,
@@ -236,7 +240,8 @@ export async function runDoctor(options: DoctorOptions): Promise<Check[]> {
     gatherPorts(config, daemon?.status ?? null),
     diskFree(dataDir.root),
   ]);
-  checks.push(checkSandbox(sandbox), ...servers, ...workspaces.map(checkWorkspace), ...ports.map(checkPort));
+  checks.push(checkSandbox(sandbox), await gatherReach(dataDir, config.workspaces, config.unconfined));
+  checks.push(...servers, ...workspaces.map(checkWorkspace), ...ports.map(checkPort));
   checks.push(disk);
   const { DEFAULT_SKEW_MS } = await import('../../protocol/membership.ts');
   const now = Date.now();
@@ -245,6 +250,29 @@ export async function runDoctor(options: DoctorOptions): Promise<Check[]> {
     .map((n) => ({ peerId: n.peerId, host: n.host, sentAt: n.sentAt, receivedAt: now - n.lastSeenMs }));
   checks.push(checkClock({ daemon: !!daemon?.status, peers, maxSkewMs: DEFAULT_SKEW_MS }));
   return checks;
+}
+
+/** The workspaces fetched into the data dir (folders of its `workspaces`, the partial ones left out). */
+async function fetchedWorkspaces(dataDir: DataDir): Promise<string[]> {
+  const root = dataDir.path('workspaces');
+  const entries = await readdir(root, { withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => join(root, e.name));
+}
+
+/** The paths a confined run reads, as the sandbox's first pool uid sees them (sandbox/reach.ts). */
+async function gatherReach(dataDir: DataDir, workspaces: string[], unconfined: boolean): Promise<Check> {
+  const facts: ReachFacts = { skipped: null, uid: DEFAULT_UID_BASE, paths: [], stageTools: false };
+  if (unconfined) facts.skipped = 'this node scores without the sandbox';
+  else if (process.platform !== 'linux') facts.skipped = `runs keep the caller's uid on ${process.platform}`;
+  else if (process.getuid?.() !== 0) facts.skipped = "not root: runs keep the caller's uid";
+  if (facts.skipped) return checkReach(facts);
+  const { findObstacle } = await import('../../sandbox/reach.ts');
+  const paths = [...(await fetchedWorkspaces(dataDir)), ...workspaces, dirname(dirname(process.execPath))];
+  for (const path of paths.filter((p) => existsSync(p)))
+    facts.paths.push({ path, blocked: await findObstacle(path, facts.uid) });
+  const { findStageTools } = await import('../../sandbox/bwrap.ts');
+  facts.stageTools = (await findStageTools()) !== null;
+  return checkReach(facts);
 }
 
 /** Free space of the data dir's disk (the nearest existing folder above it before init). */

@@ -8,6 +8,7 @@ import {
   checkModelServer,
   checkNodeVersion,
   checkPort,
+  checkReach,
   checkSandbox,
   checkWorkspace,
   doctorExitCode,
@@ -295,5 +296,40 @@ describe('report', () => {
       'ok    node: Node.js v22.18.0\nFAIL  port 7461: taken\n      fix: stop it\nskip  clock: no daemon\n\n1 failed, 0 warnings\n',
     );
     expect(renderChecks([checks[0]!])).toContain('all checks passed');
+  });
+});
+
+describe('sandbox reach (root: runs read as the pool uid)', () => {
+  const facts = { skipped: null, uid: 61000, stageTools: true };
+  const open = { path: '/srv/ws', blocked: null };
+  const under = {
+    path: '/root/vt/workspaces',
+    blocked: { path: '/root/vt/workspaces', at: 'parent' as const, folder: '/root', isDirectory: true },
+  };
+  it('reaches directly, or staged through a closed folder (ok either way, saying which)', () => {
+    expect(checkReach({ ...facts, paths: [open] })).toMatchObject({
+      status: 'ok',
+      detail: "the sandbox's uid 61000 reaches 1 path(s) directly",
+    });
+    const staged = checkReach({ ...facts, paths: [open, under] });
+    expect(staged.status).toBe('ok');
+    expect(staged.detail).toMatch(/^\/root\/vt\/workspaces \(under \/root\): .* private mount namespace/);
+  });
+  it('fails a closed folder without the tools to stage it, and a path closed itself, each with a fix', () => {
+    expect(checkReach({ ...facts, stageTools: false, paths: [under] })).toMatchObject({
+      status: 'fail',
+      fix: expect.stringMatching(/install util-linux/),
+    });
+    const shut = { path: '/srv/shut', blocked: { path: '/srv/shut', at: 'self' as const } };
+    expect(checkReach({ ...facts, paths: [under, shut] })).toMatchObject({
+      status: 'fail',
+      detail: "the sandbox's uid 61000 cannot read /srv/shut: every run there fails",
+      fix: '`chmod o+rX /srv/shut`',
+    });
+  });
+  it('is skipped where runs keep the caller uid', () => {
+    expect(checkReach({ ...facts, skipped: "not root: runs keep the caller's uid", paths: [] }).status).toBe(
+      'skipped',
+    );
   });
 });

@@ -4,11 +4,12 @@
 // killed halfway. The laptop verifies what arrived, installs it with its lockfile (npm ci), advertises
 // it, and then takes jobs whose samples the submitter verifies. A collector that joined with the
 // token and no tasks file collects those samples and exports them with the task rows the laptop served.
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../node/collector/export.ts';
 import type { CollectorStatus } from '../../node/collector/node.ts';
+import type { Check } from '../../node/doctor/checks.ts';
 import { createEmulator, type Emulator } from '../../node/model-server/emulator.ts';
 import { workspaceId } from '../../node/workspace/content-id.ts';
 import { workspaceDirName } from '../../node/workspace/fetch.ts';
@@ -27,6 +28,7 @@ let submitter: string;
 let holder: Proc;
 let holderPeer: string;
 let laptop: { dataDir: string; proc: Proc };
+let closedParent: string;
 let laptopPeer: string;
 let id: string;
 let collector: { dataDir: string; dataset: string };
@@ -98,13 +100,16 @@ beforeAll(async () => {
     '2s',
   ]);
   await c.waitFor(/is collecting/, 60_000);
-  laptop = await joinNode(box, fleet.token, [
-    '--model-server',
-    servers[2]!.url,
-    '--fetch-workspaces',
-    '--max-jobs',
-    '1',
-  ]);
+  // As a root user would deploy it: the data dir inside a folder only root can search (a home, a
+  // `mktemp -d` folder), which the sandbox's uid cannot (issue 26, build 4).
+  closedParent = await box.tempDir('vt-wsfetch-closed-');
+  laptop = await joinNode(
+    box,
+    fleet.token,
+    ['--model-server', servers[2]!.url, '--fetch-workspaces', '--max-jobs', '1'],
+    {},
+    join(closedParent, 'laptop'),
+  );
   laptopPeer = await peerIdOf(laptop.dataDir);
 }, 240_000);
 
@@ -170,6 +175,14 @@ describe('a laptop that joined with --fetch-workspaces', () => {
     for (const t of laptopTasks) expect(t.verified, JSON.stringify(t)).toBe(t.samples);
     laptopTaskIds = laptopTasks.map((t) => t.taskId);
     scored = res.json!.samples.scored;
+    // Its boxes read the workspace through the closed folder; the folder itself was left as it was.
+    expect((await stat(closedParent)).mode & 0o777).toBe(0o700);
+    const doctor = await vtnode(['doctor', '--json', '--data-dir', laptop.dataDir], { timeoutMs: 60_000 });
+    const checks = (JSON.parse(doctor.stdout) as { checks: Check[] }).checks;
+    expect(checks.find((c) => c.name === 'sandbox reach')).toMatchObject({
+      status: 'ok',
+      detail: expect.stringContaining(`(under ${closedParent})`),
+    });
   }, 240_000);
 
   it('its verified samples reach a collector given no tasks file, exported with the task rows the laptop served', async () => {

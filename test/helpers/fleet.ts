@@ -45,8 +45,9 @@ export async function joinNode(
   token: string,
   extra: string[] = [],
   env: NodeJS.ProcessEnv = {},
+  dataDir?: string,
 ): Promise<TestNode> {
-  const dataDir = await box.tempDir('vt-node-');
+  dataDir ??= await box.tempDir('vt-node-');
   const proc = box.spawn(
     [
       'join',
