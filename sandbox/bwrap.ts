@@ -436,17 +436,21 @@ function launch(
   return { argv: stagedArgv(argv, staging, uid, tools), uid, gid: uid, switchesUser: true };
 }
 
+/** How the programs that set a run up start their own error lines (bwrap, and staging's: reach.ts). */
+const SETUP_ERROR_PREFIXES = ['bwrap: ', `${STAGE_ERROR_PREFIX} `, 'unshare: ', 'setpriv: '];
+
 /**
- * Why the sandbox never started the command, or null: bwrap (or a staging step) failed while setting
- * the run up, so it exited 1 with its own error as the first line of stderr and nothing came through the
- * report pipe. The command could print the same line and exit 1, but that only turns its own run into
- * an infrastructure failure (placed again, never a reward), so the reading is safe in the direction
- * that matters: a failure of the host is never scored as the candidate's.
+ * Why the sandbox never started the command, or null: bwrap (or a staging step: unshare, the bind,
+ * setpriv) failed while setting the run up, so it exited 1 with its own error as the first line of
+ * stderr and nothing came through the report pipe. The command could print the same line and exit 1,
+ * but that only turns its own run into an infrastructure failure (placed again, never a reward), so
+ * the reading is safe in the direction that matters: a failure of the host is never scored as the
+ * candidate's.
  */
 export function setupFailure(result: Pick<RunResult, 'exitCode' | 'stderr' | 'report'>): string | null {
   if (result.exitCode !== 1 || (result.report && result.report.text !== '')) return null;
   const first = result.stderr.split('\n', 1)[0]!.trim();
-  return first.startsWith('bwrap: ') || first.startsWith(STAGE_ERROR_PREFIX) ? first : null;
+  return SETUP_ERROR_PREFIXES.some((p) => first.startsWith(p)) ? first : null;
 }
 
 /** What runGroup needs to know a run's processes (RunGroupOptions' onInfo and members). */

@@ -127,6 +127,7 @@ describe('reading modes as the run uid (pure)', () => {
       "bwrap: Can't find source path /x: Permission denied",
     );
     expect(setupFailure(r(1, `${STAGE_ERROR_PREFIX} cannot bind /x\n`, ''))).toMatch(/cannot bind/);
+    expect(setupFailure(r(1, 'unshare: unshare failed: Operation not permitted\n'))).toMatch(/^unshare:/);
     expect(setupFailure(r(1, 'Error: bwrap: not ours\n'))).toBeNull();
     expect(setupFailure(r(2, 'bwrap: x\n'))).toBeNull();
     // A report came through: the command ran.
