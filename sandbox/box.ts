@@ -17,6 +17,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { type BoxPlan, boxLayout, scanWorkspace, type WorkspaceScan } from './box-layout.ts';
 import { type BoxStorageOptions, prepareBoxStorage, releaseBoxStorage } from './box-storage.ts';
+import { pidAlive } from './pid.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -161,13 +162,7 @@ export async function sweepStaleBoxes(boxesDir = join(tmpdir(), 'vtnode-boxes'))
     const m = /^box-(\d+)-[0-9a-f]+$/.exec(name);
     if (!m) continue;
     const pid = Number(m[1]);
-    let alive = true;
-    try {
-      process.kill(pid, 0);
-    } catch (err) {
-      alive = (err as NodeJS.ErrnoException).code === 'EPERM';
-    }
-    if (alive) continue;
+    if (pidAlive(pid)) continue;
     await releaseBoxStorage(join(boxesDir, name));
     await rm(join(boxesDir, name), { recursive: true, force: true });
     removed.push(join(boxesDir, name));

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { readPressureSome } from './cpu-wait.ts';
 import { logger } from './log.ts';
 import type { CpuWait } from './overrun.ts';
+import { pidAlive } from './pid.ts';
 import { type MountEntry, readMounts } from './procfs.ts';
 
 const log = logger('vtnode:sandbox:cgroup');
@@ -177,15 +178,6 @@ export function cgroupLayouts(
 
 const NAME = /^vtnode-(\d+)-[0-9a-f]+$/;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 async function procsIn(dir: string): Promise<number[]> {
   const text = await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
   return text.split('\n').filter(Boolean).map(Number);
@@ -293,7 +285,7 @@ async function sweepStaleCgroups(layout: CgroupLayout): Promise<void> {
   for (const parent of new Set([layout.memory, layout.pids, layout.cpu, layout.pressure ?? layout.cpu])) {
     for (const name of await readdir(parent).catch(() => [] as string[])) {
       const m = NAME.exec(name);
-      if (m && !alive(Number(m[1]))) await removeCgroup([join(parent, name)]);
+      if (m && !pidAlive(Number(m[1]))) await removeCgroup([join(parent, name)]);
     }
   }
 }

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { open, readFile, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pidAlive } from './pid.ts';
 
 /** First uid of the pool's range when running as root (one uid per concurrent run on the host). */
 export const DEFAULT_UID_BASE = 61000;
@@ -32,15 +33,6 @@ export interface UidPoolOptions {
   inUse?: (uid: number) => Promise<boolean>;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export function createUidPool(options: UidPoolOptions): UidPool {
   const lockDir = options.lockDir ?? join(tmpdir(), 'vtnode-uids');
   mkdirSync(lockDir, { recursive: true, mode: 0o700 });
@@ -58,7 +50,7 @@ export function createUidPool(options: UidPoolOptions): UidPool {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         const holder = Number((await readFile(lockOf(uid), 'utf8').catch(() => '')).trim());
         // A lock being written has no pid yet; a live holder keeps it.
-        if (!Number.isInteger(holder) || holder <= 0 || alive(holder)) return false;
+        if (!Number.isInteger(holder) || holder <= 0 || pidAlive(holder)) return false;
         await unlink(lockOf(uid)).catch(() => {});
       }
     }

@@ -1,5 +1,6 @@
 import { sleep } from '../../node/async/sleep.ts';
 import { connectControl, NoDaemonError } from '../../node/control/client.ts';
+import { pidAlive } from '../../sandbox/pid.ts';
 import { CliError, type Command } from '../command.ts';
 import { dataDirFrom } from '../node-options.ts';
 import { commandLine, DATA_DIR, group } from '../options.ts';
@@ -11,15 +12,6 @@ Stops the running node of the data dir gracefully: it tells the fleet it is leav
 knows of its peers, and exits. Its identity and fleet membership stay: \`vtnode start\` brings it back.`,
   groups: [group('Options:', { 'data-dir': DATA_DIR })],
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export const command: Command = {
   name: 'leave',
@@ -38,10 +30,10 @@ export const command: Command = {
       throw err;
     }
     const deadline = Date.now() + 15_000;
-    while (controlFile && alive(controlFile.pid) && Date.now() < deadline) {
+    while (controlFile && pidAlive(controlFile.pid) && Date.now() < deadline) {
       await sleep(100);
     }
-    if (controlFile && alive(controlFile.pid))
+    if (controlFile && pidAlive(controlFile.pid))
       throw new CliError(`the node (pid ${controlFile.pid}) did not stop within 15 s`);
     process.stderr.write('the node has left the fleet\n');
     return 0;

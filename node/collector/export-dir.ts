@@ -4,6 +4,7 @@ import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm } from 'nod
 import { basename, dirname, join, sep } from 'node:path';
 import { z } from 'zod';
 import { ParseError, parseJsonWith } from '../../protocol/parse.ts';
+import { pidAlive } from '../../sandbox/pid.ts';
 import { logger } from '../logger.ts';
 import { storageErrorOf } from '../storage/errors.ts';
 
@@ -96,16 +97,6 @@ async function listTree(dir: string): Promise<string[] | null> {
   }
 }
 
-const alive = (pid: number) => {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
-
 /**
  * Cleans up after an export that died: a temporary folder it was writing is removed; an old
  * export it had moved aside but not yet replaced (a crash between the two renames) is put back.
@@ -121,7 +112,7 @@ export async function recoverTarget(target: string): Promise<void> {
   }
   for (const name of names.sort()) {
     const m = /^(new|old)-(\d+)-[0-9a-f]+$/.exec(name.slice(prefix.length));
-    if (!m || alive(Number(m[2]))) continue;
+    if (!m || pidAlive(Number(m[2]))) continue;
     const path = join(parent, name);
     if (m[1] === 'old' && (await listTree(target)) === null) {
       log.warn(`${target}: an export died while replacing it; putting the previous export back from ${path}`);

@@ -1,3 +1,4 @@
+import { pidAlive } from '../../sandbox/pid.ts';
 import type { DataDir } from '../data-dir.ts';
 
 /** The daemon of a data dir is not running (no control file, or its process is gone). */
@@ -28,21 +29,11 @@ export interface ControlClient {
 /** Default time a control call may take before it counts as unanswered. */
 const CALL_TIMEOUT_MS = 30_000;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process exists but belongs to another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Connects to the running daemon of a data dir; throws NoDaemonError when there is none. */
 export async function connectControl(dataDir: DataDir, signal?: AbortSignal): Promise<ControlClient> {
   const control = await dataDir.readControl();
   // Verify liveness: a stale control.json from a killed daemon must not look like a running one.
-  if (!control || !alive(control.pid)) throw new NoDaemonError(dataDir.root);
+  if (!control || !pidAlive(control.pid)) throw new NoDaemonError(dataDir.root);
   const { port, token, pid } = control;
 
   /** What a failed request means: the caller gave up, the daemon is gone, or it is busy. */
@@ -50,7 +41,7 @@ export async function connectControl(dataDir: DataDir, signal?: AbortSignal): Pr
     if (signal?.aborted || callSignal?.aborted) return err;
     // The process is the authority: a refused connection with the process alive is a daemon
     // between restarts or starved of CPU, not a missing one.
-    if (!alive(pid)) return new NoDaemonError(dataDir.root);
+    if (!pidAlive(pid)) return new NoDaemonError(dataDir.root);
     return new DaemonBusyError(dataDir.root, err);
   };
 
