@@ -79,7 +79,8 @@ describe('vtnode mine', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/unknown module\(s\): nope; modules: accounts, audit/);
     expect(existsSync(out)).toBe(false);
-  });
+    // Nine CLI starts one after the other: a few seconds each on a loaded machine.
+  }, 180_000);
 
   it('fails clearly on a root without tests', async () => {
     const root = await makeRepo({ 'package.json': vitestPackage, 'src/a.ts': 'export const a = 1;\n' });
