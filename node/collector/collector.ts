@@ -238,9 +238,13 @@ export function createCollector(options: CollectorOptions): Collector {
     (selectedForAudit(d.sampleId, auditFraction) || suspect(d.origin) || contested(d.sampleId) !== null);
 
   const queueAudit = (d: SignedDigest) => {
-    if (!auditor || !taskOf(d) || auditQueued.has(rowKey(d))) return;
-    auditQueued.add(rowKey(d));
-    auditQueue.push(d);
+    if (!auditor || !taskOf(d)) return;
+    if (!auditQueued.has(rowKey(d))) {
+      auditQueued.add(rowKey(d));
+      auditQueue.push(d);
+    }
+    // Also for a row queued already: a drain that stopped on a full disk left it waiting, and the
+    // next call (each catch-up re-queues every unaudited row) starts the drain again.
     auditing ??= runAudits().finally(() => {
       auditing = null;
     });

@@ -206,3 +206,48 @@ describe('spot audits', () => {
     store.close();
   }, 60_000);
 });
+
+describe('the audit queue', () => {
+  it('drains again after the disk was full mid-drain: no row stays unaudited for good', async () => {
+    const psk = newPsk();
+    const { host: w, log } = await testWorker(psk);
+    const c = await testHost(psk);
+    hosts.push(w, c);
+    for (let i = 0; i < 4; i++)
+      log.append({
+        ...sampleBody(task.id, 'qwen', i, { candidate: `${reference}${'\n'.repeat(i)}` }),
+        promptFingerprint: task.promptFingerprint,
+      });
+    await serveLog(w, log);
+    await connect(c, w);
+    const store = openDatasetStore(join(tmp.dir, 'ds-blocked'));
+    store.putTasks([task]);
+    // The disk fills during the first audit, and frees again once the drain has stopped.
+    let full: string | null = null;
+    let audits = 0;
+    const collector = createCollector({
+      host: c,
+      peers: () => [w.peerId.toString()],
+      store,
+      auditFraction: 1,
+      storage: { blocked: () => full, failed: () => false },
+      auditor: {
+        audit: async (_task, body) => {
+          if (++audits === 1) full = 'the disk is full';
+          return { reward: body.score.reward };
+        },
+      },
+    });
+    await collector.catchUp();
+    await collector.idle();
+    expect(store.samples().filter((s) => s.audit === 'none')).toHaveLength(3);
+    full = null;
+    // The next catch-up re-queues the unaudited rows: the drain starts again and ends them all.
+    await collector.catchUp();
+    await collector.idle();
+    expect(store.samples().map((s) => s.audit)).toEqual(['passed', 'passed', 'passed', 'passed']);
+    expect(audits).toBe(4);
+    await collector.stop();
+    store.close();
+  }, 60_000);
+});

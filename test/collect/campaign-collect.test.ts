@@ -170,7 +170,15 @@ describe('collectors through a campaign (separate processes)', () => {
       },
       180_000,
       'identical datasets',
-    );
+    ).catch((err: Error) => {
+      // What the restarted collector said about its audits, so that a stalled audit names its cause.
+      const said = c2
+        .output()
+        .split('\n')
+        .filter((l) => /audit|type-check|sandbox|scor/i.test(l))
+        .slice(-20);
+      throw new Error(`${err.message}\n${said.join('\n')}`);
+    });
     expect(s1.stats.bodies).toBe(s1.stats.digests);
     expect(s2.stats.bodies).toBe(s2.stats.digests);
 
