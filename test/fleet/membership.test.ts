@@ -46,12 +46,9 @@ const fleetFile = async (dataDir: string) =>
  */
 function certificatesTaken(output: string): { at: number; until: number }[] {
   const out: { at: number; until: number }[] = [];
-  for (const line of output.split('\n')) {
-    if (!line.startsWith('{') || !line.includes('certificate from')) continue;
-    const row = JSON.parse(line) as { time: string | number; msg: string };
-    const until = /valid until (\S+)/.exec(row.msg);
-    if (until) out.push({ at: new Date(row.time).getTime(), until: Date.parse(until[1]!) });
-  }
+  // A node's log lines read `ISO-TIME level component: message`.
+  for (const m of output.matchAll(/^(\S+) \w+ [\w:]+: certificate from \S+: .*valid until (\S+)$/gm))
+    out.push({ at: Date.parse(m[1]!), until: Date.parse(m[2]!) });
   return out;
 }
 
