@@ -26,8 +26,10 @@ export const command: Command = {
       const control = await connectControl(dataDir);
       await control.call('POST', '/leave');
     } catch (err) {
-      if (err instanceof NoDaemonError) throw new CliError(err.message);
-      throw err;
+      if (!(err instanceof NoDaemonError)) throw err;
+      // Nothing to stop is what was asked for: exit 0, as `systemctl stop` does (teardown scripts).
+      process.stderr.write(`no vtnode daemon is running for ${dataDir.root}: nothing to stop\n`);
+      return 0;
     }
     const deadline = Date.now() + 15_000;
     while (controlFile && pidAlive(controlFile.pid) && Date.now() < deadline) {
