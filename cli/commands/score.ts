@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ScoreResult } from '../../sandbox/scorer.ts';
-import { readTasksFile } from '../../sandbox/tasks-file.ts';
+import { readTasksFile, unreadable } from '../../sandbox/tasks-file.ts';
 import { CliError, type Command } from '../command.ts';
 import { commandLine, flag, group, string } from '../options.ts';
 import { openScorer, refuseUnreadyWorkspace } from '../scorer.ts';
@@ -65,8 +65,8 @@ export const command: Command = {
     const task = found.task;
     const workspaceDir = values.workspace ?? task.workspace.root;
     if (!workspaceDir) throw new CliError(`task ${task.id} names no workspace root: pass --workspace DIR`, 2);
-    const candidate = await readFile(values.candidate, 'utf8').catch((err: Error) => {
-      throw new CliError(`cannot read the candidate: ${err.message}`);
+    const candidate = await readFile(values.candidate, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      throw new CliError(unreadable('candidate file', values.candidate, err));
     });
     await readFile(join(workspaceDir, task.target)).catch(() => {
       throw new CliError(`workspace ${workspaceDir} has no ${task.target}: is it the task's checkout?`);
