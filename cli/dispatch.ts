@@ -1,4 +1,4 @@
-import { findCommand, helpText } from './command-table.ts';
+import { COMMANDS, findCommand, helpText } from './command-table.ts';
 
 /** Where the CLI writes. */
 export interface CliOutput {
@@ -31,7 +31,9 @@ export async function dispatch(argv: readonly string[], out: CliOutput): Promise
   }
   const entry = findCommand(name);
   if (!entry) {
-    out.stderr(`vtnode: unknown command "${name}"\n\n${helpText()}`);
+    const near = await nearestCommand(name);
+    const hint = near ? ` (did you mean "${near}"?)` : '';
+    out.stderr(`vtnode: unknown command "${name}"${hint}\n\n${helpText()}`);
     return 2;
   }
   const { command: cmd } = await entry.load();
@@ -40,4 +42,23 @@ export async function dispatch(argv: readonly string[], out: CliOutput): Promise
     return 0;
   }
   return await cmd.run(rest);
+}
+
+/**
+ * The command a mistyped name most likely meant: the one it begins (3 letters at least, when only one
+ * does), else the closest by edit distance within 2 (1 for names under 4 letters), else null. Loaded
+ * only for an unknown command.
+ */
+export async function nearestCommand(typed: string): Promise<string | null> {
+  const name = typed.toLowerCase();
+  const prefixed = COMMANDS.filter((c) => name.length >= 3 && c.name.startsWith(name));
+  if (prefixed.length === 1) return prefixed[0]!.name;
+  // A CommonJS package: its exports object is the default export under Node and in the bundle alike.
+  const { distance } = (await import('fastest-levenshtein')).default;
+  let best: { name: string; d: number } | null = null;
+  for (const c of COMMANDS) {
+    const d = distance(name, c.name);
+    if (!best || d < best.d) best = { name: c.name, d };
+  }
+  return best && best.d <= (name.length < 4 ? 1 : 2) ? best.name : null;
 }

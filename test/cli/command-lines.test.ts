@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { CliError, type Command } from '../../cli/command.ts';
 import { COMMANDS } from '../../cli/command-table.ts';
-import { dispatch } from '../../cli/dispatch.ts';
+import { dispatch, nearestCommand } from '../../cli/dispatch.ts';
 import { NODE_OPTIONS } from '../../cli/node-options.ts';
 import { DATA_DIR, flagOf, type OptionSpec } from '../../cli/options.ts';
 import { UI_OPTIONS } from '../../cli/ui.ts';
@@ -140,6 +140,30 @@ describe('every command line, from its declaration', () => {
       if (dataDir) expect(dataDir, c.name).toBe(DATA_DIR);
     }
   }, 60_000);
+});
+
+describe('an unknown command (issue 28, finding 16)', () => {
+  it('says which command was likely meant (a typo, a transposition, a prefix), exit 2 with the help', async () => {
+    for (const [typed, meant] of [
+      ['strat', 'start'],
+      ['jion', 'join'],
+      ['colect', 'collect'],
+      ['stat', 'status'],
+      ['doc', 'doctor'],
+      ['Rn', 'run'],
+    ]) {
+      const r = await cli([typed!]);
+      expect(r.code).toBe(2);
+      expect(r.stderr.split('\n')[0]).toBe(`vtnode: unknown command "${typed}" (did you mean "${meant}"?)`);
+      expect(r.stderr).toContain('Commands:');
+      expect(await nearestCommand(typed!)).toBe(meant);
+    }
+    // Nothing close: no guess.
+    for (const typed of ['xyzzy', 'ls', 'deploy']) {
+      expect(await nearestCommand(typed)).toBeNull();
+      expect((await cli([typed])).stderr.split('\n')[0]).toBe(`vtnode: unknown command "${typed}"`);
+    }
+  });
 });
 
 describe('words declared in the CLI (kept light) match the schemas they stand for', () => {

@@ -127,6 +127,13 @@ for (const variant of ['sources', 'bundle'] as const) {
       expect(r.loaded.filter((s) => HEAVY.test(s))).toEqual([]);
     });
 
+    it('an unknown command names the one meant, and loads no command', async () => {
+      const r = await loadedBy(entry(), ['colect']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^vtnode: unknown command "colect" \(did you mean "collect"\?\)/);
+      expect(r.loaded.filter((s) => s.startsWith('cli/commands/'))).toEqual([]);
+    });
+
     // The bundle (what an installed vtnode runs): every command. The sources (about 1 s of CPU each for
     // type stripping): the commands that start a node, where a static import would pull libp2p in;
     // the others' modules are the bundle's, checked above.
