@@ -33,7 +33,9 @@ path; run \`vtnode init\` or \`vtnode join\` first.`,
         value: 'NAME',
       }),
       'dry-run': flag({ doc: 'print the file and the commands, change nothing' }),
-      json: flag({ doc: 'status: print { installed, enabled, running, pid, detail }' }),
+      json: flag({
+        doc: 'print one JSON object: status { installed, enabled, running, pid, detail }; install and uninstall what they did (or would do with --dry-run)',
+      }),
     }),
   ],
   epilogue: `\`status\` exits 0 when the service is installed and running, 1 otherwise.`,
@@ -104,7 +106,18 @@ function describe(spec: ServiceSpec): string {
     : `systemd ${spec.scope} unit ${spec.name}.service`;
 }
 
-async function install(spec: ServiceSpec, dryRun: boolean, run: CommandRunner): Promise<number> {
+/** How install and uninstall report: on stdout as text, or as one JSON object (--json). */
+interface Report {
+  dryRun: boolean;
+  json: boolean;
+}
+
+/** Writes `text`, or `object` as one JSON line with --json. */
+function say(report: Report, text: string, object: Record<string, unknown>): void {
+  process.stdout.write(report.json ? `${JSON.stringify({ ...object, dryRun: report.dryRun })}\n` : text);
+}
+
+async function install(spec: ServiceSpec, report: Report, run: CommandRunner): Promise<number> {
   await refuseUnusableDataDir(spec);
   const plan = (() => {
     try {
@@ -113,38 +126,55 @@ async function install(spec: ServiceSpec, dryRun: boolean, run: CommandRunner): 
       throw new CliError((err as Error).message);
     }
   })();
-  if (dryRun) {
-    process.stdout.write(
-      `# ${plan.file.path}\n${plan.file.text}\n# then:\n${plan.commands.map((c) => `${c.argv.join(' ')}${c.mayFail ? '   # may fail: not loaded' : ''}`).join('\n')}\n`,
+  const planned = {
+    action: 'install',
+    service: describe(spec),
+    file: plan.file.path,
+    runs: [spec.node, spec.entry, 'start', '--data-dir', spec.dataDir],
+    logs: plan.logs,
+  };
+  if (report.dryRun) {
+    const commands = plan.commands.map(
+      (c) => `${c.argv.join(' ')}${c.mayFail ? '   # may fail: not loaded' : ''}`,
     );
+    say(report, `# ${plan.file.path}\n${plan.file.text}\n# then:\n${commands.join('\n')}\n`, {
+      ...planned,
+      text: plan.file.text,
+      commands: plan.commands.map((c) => ({ argv: c.argv, mayFail: c.mayFail ?? false })),
+    });
     return 0;
   }
   const { installService } = await import('../../node/service/manager.ts');
   await withAccessHint(spec, () => installService(spec, { run }));
-  process.stdout.write(
+  say(
+    report,
     `installed the ${describe(spec)}: ${plan.file.path}\n` +
       `  runs  ${spec.node} ${spec.entry} start --data-dir ${spec.dataDir}\n` +
       `  logs  ${plan.logs}\n` +
       `  \`vtnode service status${spec.scope === 'system' ? ' --system' : ''}\` says whether it runs; \`vtnode service uninstall\` removes it.\n`,
+    { ...planned, installed: true },
   );
   return 0;
 }
 
-async function uninstall(spec: ServiceSpec, dryRun: boolean, run: CommandRunner): Promise<number> {
+async function uninstall(spec: ServiceSpec, report: Report, run: CommandRunner): Promise<number> {
   const plan = planUninstall(spec);
-  if (dryRun) {
+  const planned = { action: 'uninstall', service: describe(spec), file: plan.file };
+  if (report.dryRun) {
     const lines = [
       ...plan.before.map((c) => c.argv.join(' ')),
       `rm ${plan.file}`,
       ...plan.after.map((c) => c.argv.join(' ')),
     ];
-    process.stdout.write(`${lines.join('\n')}\n`);
+    say(report, `${lines.join('\n')}\n`, { ...planned, commands: lines });
     return 0;
   }
   const { uninstallService } = await import('../../node/service/manager.ts');
   const was = await withAccessHint(spec, () => uninstallService(spec, { run }));
-  process.stdout.write(
+  say(
+    report,
     was ? `removed the ${describe(spec)}: ${plan.file}\n` : `no ${describe(spec)} was installed\n`,
+    { ...planned, removed: was },
   );
   return 0;
 }
@@ -190,8 +220,9 @@ export const command: Command = {
       throw usageError('expected install, uninstall or status', line.usage);
     const { execRunner } = await import('../../node/service/manager.ts');
     const spec = await buildSpec(values, execRunner);
-    if (action === 'install') return install(spec, values['dry-run'] ?? false, execRunner);
-    if (action === 'uninstall') return uninstall(spec, values['dry-run'] ?? false, execRunner);
+    const report = { dryRun: values['dry-run'] ?? false, json: values.json ?? false };
+    if (action === 'install') return install(spec, report, execRunner);
+    if (action === 'uninstall') return uninstall(spec, report, execRunner);
     return status(spec, values.json ?? false, execRunner);
   },
 };

@@ -315,6 +315,13 @@ export interface ServiceStatus {
   detail: string;
 }
 
+/** What systemctl said when it gave no state at all (no systemd, no user bus, no such unit). */
+function noAnswer(answers: CommandResult[]): string {
+  const said = answers.map((a) => a.stderr.trim().split('\n')[0] ?? '').find((l) => l !== '');
+  const code = answers[0]?.code;
+  return `systemd gave no state: ${said ?? (code === null || code === undefined ? 'no result' : `systemctl exited ${code}`)}`;
+}
+
 /** Reads the answers of statusCommands (same order) into a status. */
 export function serviceStatus(
   spec: ServiceSpec,
@@ -341,6 +348,7 @@ export function serviceStatus(
     enabled: enabled === 'enabled',
     running: active === 'active',
     pid: null,
-    detail: `systemd: ${enabled || 'unknown'}, ${active || 'unknown'}`,
+    detail:
+      enabled || active ? `systemd: ${enabled || 'unknown'}, ${active || 'unknown'}` : noAnswer(answers),
   };
 }

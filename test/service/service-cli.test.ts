@@ -53,6 +53,24 @@ describe('vtnode service', () => {
         `ExecStart=${realpathSync(process.execPath)} ${realpathSync(BIN)} start --data-dir "${dataDir}"`,
       );
       expect(r.stdout).toMatch(/# then:\nsystemctl --user daemon-reload\n/);
+      // --json: the same plan as one object (issue 28, finding 9: it was ignored).
+      const json = await vtnode(['service', 'install', '--dry-run', '--json', '--data-dir', dataDir], {
+        env: { HOME: home },
+      });
+      expect(json.code, json.stderr).toBe(0);
+      const plan = JSON.parse(json.stdout) as {
+        file: string;
+        text: string;
+        dryRun: boolean;
+        commands: unknown[];
+      };
+      expect(plan).toMatchObject({ action: 'install', dryRun: true, file: head!.slice(2) });
+      expect(unit.startsWith(plan.text)).toBe(true);
+      expect(plan.commands[0]).toEqual({ argv: ['systemctl', '--user', 'daemon-reload'], mayFail: false });
+      const gone = await vtnode(['service', 'uninstall', '--dry-run', '--json', '--data-dir', dataDir], {
+        env: { HOME: home },
+      });
+      expect(JSON.parse(gone.stdout)).toMatchObject({ action: 'uninstall', dryRun: true, file: plan.file });
       // Nothing written.
       const status = await vtnode(['service', 'status', '--json', '--data-dir', dataDir], {
         env: { HOME: home },

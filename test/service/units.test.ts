@@ -272,7 +272,19 @@ describe('status', () => {
       installed: false,
       enabled: false,
       running: false,
+      detail: 'systemd gave no state: no result',
     });
+    // No systemd (a container, no user bus): what systemctl said, not "unknown, unknown".
+    const bus = 'Failed to connect to bus: No medium found';
+    expect(
+      serviceStatus(linux, false, [
+        { code: 1, stdout: '', stderr: `${bus}\n` },
+        { code: 1, stdout: '', stderr: `${bus}\n` },
+      ]).detail,
+    ).toBe(`systemd gave no state: ${bus}`);
+    expect(serviceStatus(linux, false, [{ code: 127, stdout: '', stderr: '' }]).detail).toBe(
+      'systemd gave no state: systemctl exited 127',
+    );
   });
 
   it('launchd: launchctl print says state and pid', () => {
