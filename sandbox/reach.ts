@@ -11,7 +11,7 @@
  * mounts exist only in that namespace and end with the run; on the host the stage stays empty folders.
  * Hand-written because no library does this: it is a few stats and a shell line over util-linux.
  */
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -111,6 +111,7 @@ export async function stagingFor(paths: string[], uid: number, root = STAGE_ROOT
   if (own) throw new UnreachablePathError(own.path, uid);
   if (blocked.length === 0) return null;
   await mkdir(root, { recursive: true, mode: 0o755 });
+  await assertOwnStage(root, true);
   const staged: Staging['staged'] = [];
   for (const [i, b] of blocked.entries()) {
     // A bind mount needs a target of its source's kind: a folder for a folder, a file for a file.
@@ -118,9 +119,23 @@ export async function stagingFor(paths: string[], uid: number, root = STAGE_ROOT
     const stage = join(root, dir ? `d${i}` : `f${i}`);
     if (dir) await mkdir(stage, { recursive: true, mode: 0o755 });
     else await writeFile(stage, '', { flag: 'a', mode: 0o644 });
+    await assertOwnStage(stage, dir);
     staged.push({ path: b.path, stage });
   }
   return { staged };
+}
+
+/**
+ * A stage entry is this process's own (root's), of the expected kind, not a link, and writable by no
+ * one else: /tmp is everyone's, so a folder planted there first must not become a mount target.
+ */
+async function assertOwnStage(path: string, folder: boolean): Promise<void> {
+  const st = await lstat(path);
+  const kindOk = folder ? st.isDirectory() : st.isFile();
+  if (!kindOk || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0)
+    throw new Error(
+      `${path} is not vtnode's own stage (a link, another owner, or writable by others): remove it`,
+    );
 }
 
 /** The util-linux programs staging runs (absolute paths). */

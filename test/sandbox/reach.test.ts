@@ -1,7 +1,7 @@
 // Paths the run's uid cannot reach on the host (a workspace under a 0700 folder, as root): the pure
 // reading of modes, the staged command line, and real bwrap runs and services that read through a
 // closed folder without any mode on the host changing (issue 26, build 4).
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -208,6 +208,25 @@ describe.runIf(process.getuid?.() === 0)('bwrap as root, a read-only path under 
     await mkdir(shut, { mode: 0o700 });
     await expect(bwrap.run(spec(['/bin/true'], [shut]))).rejects.toThrow(UnreachablePathError);
     await expect(stagingFor([shut], UID)).rejects.toThrow(/chmod o\+rX/);
+  });
+
+  it('a stage planted in /tmp by someone else (a link, another owner, writable by others) is refused', async () => {
+    const blocked = [data];
+    const planted = join(closed, 'planted');
+    await mkdir(join(closed, 'elsewhere'));
+    await symlink(join(closed, 'elsewhere'), planted);
+    await expect(stagingFor(blocked, UID, planted)).rejects.toThrow(/not vtnode's own stage/);
+    const open = join(closed, 'open-stage');
+    await mkdir(open);
+    await chmod(open, 0o777);
+    await expect(stagingFor(blocked, UID, open)).rejects.toThrow(/not vtnode's own stage/);
+    const theirs = join(closed, 'their-stage');
+    await mkdir(join(theirs, 'd0'), { recursive: true });
+    await chown(join(theirs, 'd0'), UID, UID);
+    await expect(stagingFor(blocked, UID, theirs)).rejects.toThrow(/not vtnode's own stage/);
+    // vtnode's own: accepted, one folder per blocked folder.
+    const own = join(closed, 'own-stage');
+    expect(await stagingFor(blocked, UID, own)).toEqual({ staged: [{ path: data, stage: join(own, 'd0') }] });
   });
 
   it("bwrap's own failure to set a run up is reported as such (never as the command's exit)", async () => {
