@@ -153,7 +153,7 @@ describe('vtnode model-server', () => {
       ],
       [
         ['--port', '0', '--emulate', 'ollama', '--tasks', join(fixture.dir, 'missing.jsonl')],
-        /--tasks: ENOENT/,
+        /--tasks: the tasks file \S+missing\.jsonl does not exist/,
         1,
       ],
     ];
